@@ -1,0 +1,74 @@
+"""The only code that turns entities into bytes and back.
+
+Canonical form: UTF-8, keys sorted, 2-space indent, `": "` after keys, LF line ends, one
+trailing newline, non-ASCII kept as-is, no NaN/Infinity. The same entity gives the same bytes
+on every machine, so a diff of the store shows only real changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import orjson
+
+_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+_CONFLICT_PREFIXES = (b"<<<<<<<", b"=======", b">>>>>>>")
+
+
+class DecodeError(ValueError):
+    """Bytes that are not a JSON object; the message is a one-line reason."""
+
+
+def encode(entity: Any) -> bytes:
+    """Canonical bytes of an already-validated entity (or any JSON value)."""
+    try:
+        return orjson.dumps(entity, option=_OPTIONS)
+    except (orjson.JSONEncodeError, TypeError) as exc:
+        raise DecodeError(f"cannot be stored as JSON: {exc}") from None
+
+
+def encode_compact(value: Any) -> bytes:
+    """Compact JSON (no indent, keys sorted) for the index and token estimates."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def has_conflict_markers(data: bytes) -> bool:
+    """True when the bytes hold a line that starts like a git merge conflict marker."""
+    for line in data.splitlines():
+        if line.startswith(_CONFLICT_PREFIXES):
+            return True
+    return False
+
+
+def decode(data: bytes) -> dict:
+    """Parse stored bytes into a dict, or raise DecodeError with a reason for a person."""
+    if not data.strip():
+        raise DecodeError("empty file")
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        if has_conflict_markers(data):
+            raise DecodeError("holds git merge conflict markers (<<<<<<< ======= >>>>>>>)") from None
+        raise DecodeError(f"not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise DecodeError(f"not a JSON object (found {type(value).__name__})")
+    return value
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse any JSON value (bundles, --provenance), raising DecodeError on bad input."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise DecodeError(f"not valid JSON ({exc})") from None
+
+
+def is_canonical(data: bytes, entity: dict) -> bool:
+    """True when `data` is exactly the canonical encoding of `entity`."""
+    return encode(entity) == data
+
+
+def content_hash(data: bytes) -> str:
+    """The hash the index records for a file's bytes."""
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,77 @@
+"""The `kindling` command line: a thin click layer over kindling.Memory.
+
+Commands live in small modules and are imported only when run, so `kindling log` and
+`kindling search` pay for nothing they do not use.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from kindling import __version__
+from kindling.errors import KindlingError
+
+# command name -> "module:attribute" under kindling.cli
+COMMANDS = {
+    "init": "capture:init_cmd",
+    "log": "capture:log_cmd",
+    "capsule": "capture:capsule_group",
+    "pin": "capture:pin_cmd",
+    "unpin": "capture:unpin_cmd",
+    "forget": "capture:forget_cmd",
+    "show": "read:show_cmd",
+    "list": "read:list_cmd",
+    "status": "read:status_cmd",
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        module = importlib.import_module(f"kindling.cli.{module_name}")
+        return getattr(module, attr)
+
+    def invoke(self, ctx: click.Context):
+        # The one place library errors become `Error: <message>` and exit 1.
+        try:
+            return super().invoke(ctx)
+        except KindlingError as exc:
+            raise click.ClickException(str(exc)) from None
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise click.ClickException(f"{exc.strerror or exc}{where}") from None
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--store",
+    "store",
+    metavar="PATH",
+    envvar="KINDLING_STORE",
+    help="The store directory itself (default: nearest .kindling/ upwards; env KINDLING_STORE).",
+)
+@click.version_option(__version__, prog_name="kindling")
+@click.pass_context
+def cli(ctx: click.Context, store: str | None) -> None:
+    """Kindling: local, git-committable memory for AI coding agents.
+
+    \b
+    Example:
+      kindling init && kindling log "JWT expiry bug found" --kind error --session s1
+      kindling search "JWT expiry"
+    """
+    ctx.obj = {"store": store}
+
+
+def main() -> None:
+    cli(prog_name="kindling")

@@ -1,0 +1,70 @@
+"""Options and helpers shared by the command modules."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from kindling import canonical
+from kindling.model import SCOPE_KEYS
+
+# option name -> scopeIds key
+SCOPE_OPTIONS = {
+    "session": "sessionId",
+    "repo": "repoId",
+    "agent": "agentId",
+    "user": "userId",
+    "task": "taskId",
+}
+assert set(SCOPE_OPTIONS.values()) == set(SCOPE_KEYS)
+
+
+def scope_options(func):
+    """The five scope options, the same everywhere they appear."""
+    for name in reversed(SCOPE_OPTIONS):
+        func = click.option(f"--{name}", name, metavar="ID", help=f"Scope: {SCOPE_OPTIONS[name]}.")(
+            func
+        )
+    return func
+
+
+def json_option(func):
+    return click.option("json_", "--json", is_flag=True, help="Print JSON instead of text.")(func)
+
+
+def normalize_repo(value: str) -> str:
+    """A --repo value that is a path (`.`, or holding `/`) becomes that directory's name."""
+    if value in (".", "..") or "/" in value or os.sep in value:
+        path = os.path.abspath(os.path.expanduser(value))
+        name = os.path.basename(path.rstrip(os.sep))
+        return name or value
+    return value
+
+
+def scope_from(kwargs: dict[str, Any]) -> dict[str, str]:
+    """Take the scope options out of a command's kwargs as a scopeIds dict."""
+    scope = {}
+    for name, key in SCOPE_OPTIONS.items():
+        value = kwargs.pop(name, None)
+        if value is not None:
+            scope[key] = normalize_repo(value) if name == "repo" else value
+    return scope
+
+
+def open_memory(ctx: click.Context):
+    from kindling.memory import Memory
+
+    return Memory(ctx.find_root().obj["store"])
+
+
+def echo_json(value: Any) -> None:
+    """Print a value as indented JSON (entities exactly as stored)."""
+    sys.stdout.buffer.write(canonical.encode(value))
+    sys.stdout.flush()
+
+
+def notice(message: str) -> None:
+    click.echo(message, err=True)

@@ -1,0 +1,288 @@
+"""The store on disk: paths, atomic writes, per-entity locks, walking the tree.
+
+Layout (the source of truth; everything else is derived):
+
+    <store>/config.json                       format marker
+    <store>/.gitignore                        ignores index, locks, temp files
+    <store>/objects/<type>/<xx>/<id>.json     one canonical JSON file per entity
+
+`<xx>` is the first two hex digits of sha256(id): a fixed 256-way fan-out, as git's objects.
+This module never touches SQLite.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import secrets
+import stat as stat_module
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from kindling import canonical
+from kindling.errors import CorruptFileError, KindlingError
+from kindling.model import ENTITY_TYPES, check_id, validate
+
+STORE_DIRNAME = ".kindling"
+FORMAT_VERSION = 1
+CONFIG_NAME = "config.json"
+INDEX_NAME = "index.sqlite"
+TEMP_SUFFIX = ".tmp"
+LOCKS_DIRNAME = "locks"
+
+GITIGNORE = """\
+# Kindling: only objects/ and config.json are memory; everything else here is derived or
+# transient and rebuilt on demand (`kindling reindex`).
+/index.sqlite
+/index.sqlite-*
+/locks/
+/watch.*
+*.tmp
+"""
+
+
+class StoredFile(NamedTuple):
+    """One entity file met by a walk, with the stat data the index compares."""
+
+    entity_type: str
+    path: str
+    stat: os.stat_result
+
+
+def fanout(entity_id: str) -> str:
+    """The two-hex-digit directory an id lives in."""
+    return hashlib.sha256(entity_id.encode("utf-8")).hexdigest()[:2]
+
+
+def _cache_home() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME")
+    return Path(base) if base else Path.home() / ".cache"
+
+
+def locate(explicit: str | os.PathLike | None = None, cwd: str | os.PathLike | None = None) -> Path:
+    """Find the store directory: `explicit`, else $KINDLING_STORE, else the nearest `.kindling/`."""
+    chosen = explicit if explicit is not None else os.environ.get("KINDLING_STORE") or None
+    if chosen is not None:
+        return Path(chosen).expanduser().absolute()
+    here = Path(cwd if cwd is not None else os.getcwd()).absolute()
+    for folder in (here, *here.parents):
+        candidate = folder / STORE_DIRNAME
+        if candidate.is_dir():
+            return candidate
+    raise KindlingError(
+        f"no Kindling store found in {here} or any parent directory; run `kindling init` "
+        "or point --store / KINDLING_STORE at one"
+    )
+
+
+def default_init_root(cwd: str | os.PathLike | None = None) -> Path:
+    """Where `kindling init` puts `.kindling/`: the git work tree's top, else the current dir."""
+    here = Path(cwd if cwd is not None else os.getcwd()).absolute()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return here
+
+
+class Store:
+    """A store directory: the `.kindling/` folder itself (or any folder laid out like one)."""
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        self.root = Path(root)
+        self.objects = self.root / "objects"
+
+    # ------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, root: str | os.PathLike) -> Store:
+        """Open an existing store, refusing a folder that is not one."""
+        store = cls(root)
+        config = store.root / CONFIG_NAME
+        if not store.objects.is_dir() and not config.is_file():
+            raise KindlingError(
+                f"no Kindling store at {store.root}; run `kindling init` to create one"
+            )
+        if config.is_file():
+            store._check_format(config)
+        return store
+
+    @classmethod
+    def create(cls, root: str | os.PathLike) -> Store:
+        """Create the layout at `root` (or complete it); running it again changes nothing."""
+        store = cls(root)
+        if store.root.exists() and not store.root.is_dir():
+            raise KindlingError(f"cannot create a store at {store.root}: it is a file")
+        try:
+            for etype in ENTITY_TYPES:
+                (store.objects / etype).mkdir(parents=True, exist_ok=True)
+            config = store.root / CONFIG_NAME
+            if config.is_file():
+                store._check_format(config)
+            else:
+                store.write_file(config, canonical.encode({"formatVersion": FORMAT_VERSION}))
+            gitignore = store.root / ".gitignore"
+            if not gitignore.exists():
+                store.write_file(gitignore, GITIGNORE.encode())
+        except OSError as exc:
+            raise KindlingError(f"cannot create a store at {store.root}: {exc.strerror}") from None
+        return store
+
+    def _check_format(self, config: Path) -> None:
+        try:
+            data = canonical.decode(config.read_bytes())
+        except (OSError, canonical.DecodeError) as exc:
+            raise KindlingError(f"{config}: unreadable store config ({exc})") from None
+        version = data.get("formatVersion")
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise KindlingError(f"{config}: formatVersion must be an integer")
+        if version > FORMAT_VERSION:
+            raise KindlingError(
+                f"{self.root} uses store format {version}, newer than this Kindling supports "
+                f"({FORMAT_VERSION}); upgrade Kindling"
+            )
+
+    # ------------------------------------------------------------ paths
+
+    def path_for(self, entity_type: str, entity_id: str) -> Path:
+        """Where an entity's file lives; the id is checked first so it can never be a path."""
+        check_id(entity_id)
+        return self.objects / entity_type / fanout(entity_id) / f"{entity_id}.json"
+
+    @property
+    def writable(self) -> bool:
+        return os.access(self.root, os.W_OK)
+
+    @property
+    def index_path(self) -> Path:
+        """The index lives in the store, or in a per-user cache when the store is read-only."""
+        if self.writable:
+            return self.root / INDEX_NAME
+        key = hashlib.sha256(str(self.root.resolve()).encode()).hexdigest()[:16]
+        return _cache_home() / "kindling" / key / INDEX_NAME
+
+    # ------------------------------------------------------------ reading
+
+    def load_path(self, entity_type: str, path: str | os.PathLike) -> tuple[dict, bytes]:
+        """Read, parse and validate one entity file; CorruptFileError names what is wrong."""
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            raise CorruptFileError(path, f"unreadable ({exc.strerror})") from None
+        return self.parse(entity_type, path, data), data
+
+    @staticmethod
+    def parse(entity_type: str, path: str | os.PathLike, data: bytes) -> dict:
+        """Parse and validate bytes read from `path`."""
+        try:
+            entity = canonical.decode(data)
+        except canonical.DecodeError as exc:
+            raise CorruptFileError(path, str(exc)) from None
+        try:
+            return validate(entity_type, entity)
+        except KindlingError as exc:
+            raise CorruptFileError(path, str(exc)) from None
+
+    def load(self, entity_type: str, entity_id: str) -> dict | None:
+        """The stored entity with this id, or None when there is no such file."""
+        path = self.path_for(entity_type, entity_id)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise CorruptFileError(path, f"unreadable ({exc.strerror})") from None
+        return self.parse(entity_type, path, data)
+
+    def walk(self, entity_type: str | None = None) -> Iterator[StoredFile]:
+        """Every entity file under objects/ (stat only, no reads), type by type.
+
+        Temp files, hidden files and anything that is not a regular `*.json` file are skipped.
+        """
+        for etype in (entity_type,) if entity_type else ENTITY_TYPES:
+            try:
+                buckets = os.scandir(self.objects / etype)
+            except FileNotFoundError:
+                continue
+            with buckets:
+                for bucket in buckets:
+                    if not bucket.is_dir(follow_symlinks=False):
+                        continue
+                    with os.scandir(bucket.path) as files:
+                        for entry in files:
+                            name = entry.name
+                            if not name.endswith(".json") or name.startswith("."):
+                                continue
+                            st = entry.stat(follow_symlinks=False)
+                            if stat_module.S_ISREG(st.st_mode):
+                                yield StoredFile(etype, entry.path, st)
+
+    # ------------------------------------------------------------ writing
+
+    def write(self, entity_type: str, entity: dict, *, durable: bool = True) -> tuple[Path, bytes]:
+        """Validate and atomically write an entity in canonical form; returns path and bytes."""
+        validate(entity_type, entity)
+        path = self.path_for(entity_type, entity["id"])
+        data = canonical.encode(entity)
+        self.write_file(path, data, durable=durable)
+        return path, data
+
+    def write_file(self, path: Path, data: bytes, *, durable: bool = True) -> None:
+        """Temp file in the same directory, flush (+ fsync), os.replace: never a partial file."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+        try:
+            with open(tmp, "xb") as fh:
+                fh.write(data)
+                fh.flush()
+                if durable:
+                    os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        if durable:
+            _fsync_dir(path.parent)
+
+    def remove(self, entity_type: str, entity_id: str) -> bool:
+        """Delete an entity's file; False when it was not there."""
+        path = self.path_for(entity_type, entity_id)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return False
+        _fsync_dir(path.parent)
+        return True
+
+    def sync_to_disk(self) -> None:
+        """Make every earlier non-durable write durable at once (bulk imports)."""
+        os.sync()
+
+    @contextlib.contextmanager
+    def locked(self, entity_type: str, entity_id: str) -> Iterator[None]:
+        """Hold an exclusive per-entity lock for a read-modify-write (released on exit or death)."""
+        check_id(entity_id)
+        lock_dir = self.root / LOCKS_DIRNAME / fanout(entity_id)
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_dir / f"{entity_type}.{entity_id}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
