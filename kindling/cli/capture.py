@@ -1,0 +1,201 @@
+"""Commands that write memory: init, log, capsule open/close, pin, unpin, forget."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kindling import canonical
+from kindling.cli.common import echo_json, json_option, notice, open_memory, scope_from, scope_options
+from kindling.errors import KindlingError
+from kindling.model import CAPSULE_TYPES, OBSERVATION_KINDS
+
+
+def _report(written, json_: bool) -> None:
+    """Print a created entity: its id alone, or the stored JSON; masking notice on stderr."""
+    if written.masked:
+        plural = "s" if written.masked != 1 else ""
+        notice(f"Masked {written.masked} secret{plural} before writing.")
+    if json_:
+        echo_json(written.entity)
+    else:
+        click.echo(written.entity["id"])
+
+
+@click.command("init")
+@click.argument("path", required=False, type=click.Path(file_okay=False))
+@click.pass_context
+def init_cmd(ctx: click.Context, path: str | None) -> None:
+    """Create a store: PATH/.kindling (default: the git work tree's top, else here).
+
+    \b
+    Example:
+      kindling init
+      kindling --store /tmp/scratch-memory init
+    """
+    from kindling.memory import Memory
+
+    store = ctx.find_root().obj["store"]
+    if store is not None and path is not None:
+        raise click.UsageError("give either --store or PATH, not both")
+    memory = Memory.init(path, store=store)
+    click.echo(f"Kindling store ready at {memory.store.root}")
+
+
+def _read_content(content: str) -> str:
+    if content != "-":
+        return content
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise KindlingError("stdin is not valid UTF-8 text") from None
+
+
+def _parse_provenance(text: str | None) -> dict | None:
+    if text is None:
+        return None
+    try:
+        value = canonical.loads(text)
+    except canonical.DecodeError as exc:
+        raise KindlingError(f"--provenance is {exc}") from None
+    if not isinstance(value, dict):
+        raise KindlingError("--provenance must be a JSON object, e.g. '{\"file\": \"auth.ts\"}'")
+    return value
+
+
+@click.command("log")
+@click.argument("content")
+@click.option("--kind", type=click.Choice(OBSERVATION_KINDS), default="message", show_default=True)
+@scope_options
+@click.option("--provenance", metavar="JSON", help="Source metadata as a JSON object.")
+@click.option("--capsule", "capsule_id", metavar="CAP_ID", help="Append to this open capsule.")
+@click.option("--ts", type=click.IntRange(min=0), metavar="MS", help="Epoch ms (default: now).")
+@json_option
+@click.pass_context
+def log_cmd(ctx, content, kind, provenance, capsule_id, ts, json_, **scope_kwargs) -> None:
+    """Record an observation (CONTENT, or - to read stdin); prints its id.
+
+    \b
+    Example:
+      kindling log "JWT validation failed: token expired" --kind error --session s1
+      git diff | kindling log - --kind file_diff --repo .
+    """
+    memory = open_memory(ctx)
+    written = memory.log(
+        _read_content(content),
+        kind=kind,
+        scope=scope_from(scope_kwargs),
+        provenance=_parse_provenance(provenance),
+        capsule_id=capsule_id,
+        ts=ts,
+    )
+    _report(written, json_)
+
+
+@click.group("capsule")
+def capsule_group() -> None:
+    """Open and close capsules (a session, a workflow node).
+
+    \b
+    Example:
+      cap=$(kindling capsule open --intent "fix JWT expiry" --session s1)
+      kindling capsule close "$cap" --summary "Expiry check compared seconds to ms"
+    """
+
+
+@capsule_group.command("open")
+@click.option("--intent", required=True, help="What this episode of work is for.")
+@click.option("--type", "type_", type=click.Choice(CAPSULE_TYPES), default="session", show_default=True)
+@scope_options
+@json_option
+@click.pass_context
+def capsule_open_cmd(ctx, intent, type_, json_, **scope_kwargs) -> None:
+    """Open a capsule; prints its id.
+
+    \b
+    Example:
+      kindling capsule open --intent "investigating the memory leak" --session s1 --repo .
+    """
+    written = open_memory(ctx).open_capsule(intent, type=type_, scope=scope_from(scope_kwargs))
+    _report(written, json_)
+
+
+@capsule_group.command("close")
+@click.argument("capsule_id")
+@click.option("--summary", help="Write a summary of the capsule.")
+@click.option(
+    "--confidence", type=click.FloatRange(0, 1), default=1.0, show_default=True,
+    help="Confidence in the summary.",
+)
+@click.option("--evidence", multiple=True, metavar="OBS_ID", help="Observation backing the summary.")
+@json_option
+@click.pass_context
+def capsule_close_cmd(ctx, capsule_id, summary, confidence, evidence, json_) -> None:
+    """Close a capsule, optionally with a summary; prints the capsule id.
+
+    \b
+    Example:
+      kindling capsule close cap_8a3f --summary "Fixed JWT expiry check" --evidence 9c20f3
+    """
+    written = open_memory(ctx).close_capsule(
+        capsule_id, summary=summary, confidence=confidence, evidence=evidence
+    )
+    _report(written, json_)
+
+
+@click.command("pin")
+@click.argument("target_type", type=click.Choice(["observation", "summary"]))
+@click.argument("target_id")
+@click.option("--note", help="Why it matters (stored as reason).")
+@click.option("--ttl", type=click.IntRange(min=1), metavar="MS", help="Expire after MS milliseconds.")
+@scope_options
+@json_option
+@click.pass_context
+def pin_cmd(ctx, target_type, target_id, note, ttl, json_, **scope_kwargs) -> None:
+    """Pin an observation or summary so every search returns it first; prints the pin id.
+
+    \b
+    Example:
+      kindling pin observation 9c20f3a1 --note "root cause — keep handy"
+    """
+    written = open_memory(ctx).pin(
+        target_type, target_id, note=note, ttl=ttl, scope=scope_from(scope_kwargs) or None
+    )
+    _report(written, json_)
+
+
+@click.command("unpin")
+@click.argument("pin_id")
+@json_option
+@click.pass_context
+def unpin_cmd(ctx, pin_id, json_) -> None:
+    """Remove a pin; prints the removed pin's id.
+
+    \b
+    Example:
+      kindling unpin pin_4d5e
+    """
+    pin = open_memory(ctx).unpin(pin_id)
+    if json_:
+        echo_json(pin)
+    else:
+        click.echo(pin["id"])
+
+
+@click.command("forget")
+@click.argument("observation_id")
+@json_option
+@click.pass_context
+def forget_cmd(ctx, observation_id, json_) -> None:
+    """Redact an observation: the record stays, content and provenance are removed.
+
+    Git history still holds the old content; see the README on purging it.
+
+    \b
+    Example:
+      kindling forget 9c20f3a1
+    """
+    written = open_memory(ctx).forget(observation_id)
+    _report(written, json_)

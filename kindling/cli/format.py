@@ -1,0 +1,47 @@
+"""Text formatting shared by the human output of several commands."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import click
+
+from kindling.model import entity_time
+
+
+def format_time(ms: int) -> str:
+    """Epoch milliseconds as UTC `YYYY-MM-DD HH:MM:SS`."""
+    moment = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def one_line(text: str, width: int = 100) -> str:
+    """Text folded onto one line and cut to `width` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def entity_line(entity_type: str, entity: dict) -> str:
+    """One line describing an entity for `kindling list`."""
+    when = format_time(entity_time(entity_type, entity))
+    if entity_type == "observations":
+        detail = f"{entity['kind']:<11} {one_line(entity['content'], 80)}"
+    elif entity_type == "capsules":
+        detail = f"{entity['status']:<6} {entity['type']:<15} {one_line(entity['intent'], 70)}"
+    elif entity_type == "summaries":
+        detail = f"{entity['confidence']:<4} {one_line(entity['content'], 80)}"
+    else:
+        note = f"  {one_line(entity['reason'], 60)}" if entity["reason"] else ""
+        detail = f"{entity['targetType']:<11} {entity['targetId']}{note}"
+    return f"{entity['id']}  {when}  {detail}"
+
+
+def problems_notice(problems) -> None:
+    """Tell stderr that some entity files could not be read (they are left untouched)."""
+    if problems:
+        n = len(problems)
+        click.echo(
+            f"Warning: {n} entity file{'s' if n != 1 else ''} could not be read and "
+            f"{'were' if n != 1 else 'was'} skipped; run `kindling reindex` for details.",
+            err=True,
+        )

@@ -1,0 +1,100 @@
+"""Commands that read memory: show, list, status."""
+
+from __future__ import annotations
+
+import click
+
+from kindling.cli.common import echo_json, json_option, open_memory, scope_from, scope_options
+from kindling.cli.format import entity_line, problems_notice
+from kindling.model import ENTITY_TYPES, OBSERVATION_KINDS, SINGULAR
+
+
+@click.command("show")
+@click.argument("entity_id")
+@json_option
+@click.pass_context
+def show_cmd(ctx, entity_id, json_) -> None:
+    """Show one entity (any type) by id or unique prefix, with its file path.
+
+    \b
+    Example:
+      kindling show 9c20f3a1
+      kindling show cap_8a3f --json
+    """
+    found = open_memory(ctx).get(entity_id)
+    if json_:
+        echo_json(found.entity)
+        return
+    click.echo(f"{SINGULAR[found.entity_type]} {found.entity['id']}")
+    click.echo(f"Path: {found.path}")
+    from kindling import canonical
+
+    click.echo(canonical.encode(found.entity).decode("utf-8"), nl=False)
+
+
+@click.command("list")
+@click.argument("entity_type", type=click.Choice(ENTITY_TYPES))
+@scope_options
+@click.option("--kind", "kinds", multiple=True, type=click.Choice(OBSERVATION_KINDS),
+              help="Only observations of this kind (repeatable).")
+@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--all", "include_expired", is_flag=True, help="Include expired pins.")
+@json_option
+@click.pass_context
+def list_cmd(ctx, entity_type, kinds, limit, include_expired, json_, **scope_kwargs) -> None:
+    """List stored entities of one type, newest first.
+
+    \b
+    Example:
+      kindling list observations --session s1 --kind error
+      kindling list pins --all --json
+    """
+    memory = open_memory(ctx)
+    if kinds and entity_type != "observations":
+        raise click.UsageError("--kind applies to observations only")
+    items = memory.list(
+        entity_type,
+        scope=scope_from(scope_kwargs),
+        kinds=list(kinds) or None,
+        limit=limit,
+        include_expired=include_expired,
+    )
+    problems_notice(memory.index.problems())
+    if json_:
+        echo_json(items)
+        return
+    if not items:
+        click.echo(f"No {entity_type}.")
+    for item in items:
+        click.echo(entity_line(entity_type, item))
+
+
+@click.command("status")
+@json_option
+@click.pass_context
+def status_cmd(ctx, json_) -> None:
+    """Show the store's path, counts by type, open capsules and problem files.
+
+    \b
+    Example:
+      kindling status
+    """
+    info = open_memory(ctx).status()
+    if json_:
+        echo_json(info)
+        return
+    counts = info["counts"]
+    click.echo(f"Store: {info['store']}")
+    click.echo(f"Index: {info['index']}")
+    click.echo(f"Observations: {counts['observations']} ({info['redacted']} redacted)")
+    click.echo(f"Capsules: {counts['capsules']} ({len(info['openCapsules'])} open)")
+    click.echo(f"Summaries: {counts['summaries']}")
+    click.echo(f"Pins: {counts['pins']}")
+    if info["openCapsules"]:
+        click.echo("Open capsules:")
+        for cap in info["openCapsules"]:
+            click.echo(f"  {cap['id']}  {cap['type']}  {cap['intent']}")
+    if info["problems"]:
+        click.echo(f"Problem files ({len(info['problems'])}):")
+        for p in info["problems"]:
+            click.echo(f"  {p['path']}: {p['reason']}")

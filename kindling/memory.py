@@ -1,0 +1,395 @@
+"""The public API: everything the CLI does, over the store (the truth) and the index (derived).
+
+Every write goes file first, then index, in the same call, so what was just written is found
+at once. Every read first brings the index up to date with the files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from kindling.clock import now_ms
+from kindling.errors import KindlingError, NotFoundError, ValidationError
+from kindling.masking import mask_json, mask_text
+from kindling.model import (
+    ENTITY_TYPES,
+    OBSERVATION_KINDS,
+    PLURAL,
+    REDACTED_CONTENT,
+    SINGULAR,
+    check_id,
+    is_valid_id,
+    new_id,
+    scope_errors,
+    validate,
+)
+from kindling.store import Store, default_init_root, locate, STORE_DIRNAME
+
+MIN_PREFIX = 6
+
+
+class Written(NamedTuple):
+    """An entity just stored, where, and how many secrets were masked on the way in."""
+
+    entity_type: str
+    entity: dict
+    path: Path
+    masked: int = 0
+
+
+class Found(NamedTuple):
+    """An entity looked up by id or prefix, with the file it lives in."""
+
+    entity_type: str
+    entity: dict
+    path: str
+
+
+def _check_scope(scope: dict | None) -> dict:
+    scope = dict(scope or {})
+    errors = scope_errors(scope, "scope")
+    if errors:
+        raise ValidationError("; ".join(errors))
+    return scope
+
+
+def _mask_scope_free_text(text: str | None) -> tuple[str | None, int]:
+    if text is None:
+        return None, 0
+    return mask_text(text)
+
+
+class Memory:
+    """One Kindling store: capture, lookup and (through the index) retrieval."""
+
+    def __init__(
+        self, store: str | os.PathLike | None = None, *, cwd: str | os.PathLike | None = None
+    ) -> None:
+        self.store = Store.open(locate(store, cwd))
+        self._index = None
+
+    @classmethod
+    def init(cls, path: str | os.PathLike | None = None, *, store: str | os.PathLike | None = None) -> Memory:
+        """Create a store (`store` is the store dir itself; `path` gets `.kindling/` inside)."""
+        if store is not None:
+            root = Path(store).expanduser().absolute()
+        else:
+            base = Path(path).expanduser().absolute() if path is not None else default_init_root()
+            root = base / STORE_DIRNAME
+        Store.create(root)
+        return cls(root)
+
+    # ------------------------------------------------------------ index plumbing
+
+    @property
+    def index(self):
+        if self._index is None:
+            from kindling.index import Index
+
+            self._index = Index(self.store)
+        return self._index
+
+    def close(self) -> None:
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def fresh(self):
+        """Bring the index up to date with the files; returns the sync report."""
+        return self.index.sync()
+
+    def _record(self, entity_type: str, path: Path, data: bytes, entity: dict) -> None:
+        try:
+            self.index.record(entity_type, path, data, entity)
+        except sqlite3.Error:
+            # The file is the truth and is already written; the next sync heals the index.
+            pass
+
+    def _write(self, entity_type: str, entity: dict, masked: int = 0) -> Written:
+        path, data = self.store.write(entity_type, entity)
+        self._record(entity_type, path, data, entity)
+        return Written(entity_type, entity, path, masked)
+
+    # ------------------------------------------------------------ lookup
+
+    def resolve(self, ref: str, entity_type: str | None = None) -> Found:
+        """Find an entity by full id or by a unique prefix of at least 6 characters."""
+        check_id(ref)
+        what = SINGULAR[entity_type] if entity_type else "entity"
+        self.fresh()
+        hit = self.index.get(ref, entity_type)
+        if hit is None and entity_type is None:
+            hit = self.index.get(ref)
+        if hit is not None:
+            return Found(*hit)
+        if len(ref) < MIN_PREFIX:
+            raise NotFoundError(f"no {what} with id {ref!r} (id prefixes need {MIN_PREFIX}+ characters)")
+        matches = [
+            m for m in self.index.match_prefix(ref, limit=11)
+            if entity_type is None or m.entity_type == entity_type
+        ]
+        if not matches:
+            raise NotFoundError(f"no {what} with id or prefix {ref!r}")
+        if len(matches) > 1:
+            shown = ", ".join(f"{m.entity['id']} ({SINGULAR[m.entity_type]})" for m in matches[:10])
+            more = " and more" if len(matches) > 10 else ""
+            raise KindlingError(f"id prefix {ref!r} is ambiguous: {shown}{more}")
+        return Found(*matches[0])
+
+    def get(self, ref: str) -> Found:
+        """Any entity by id or unique prefix, read from its file."""
+        found = self.resolve(ref)
+        entity = self.store.load(found.entity_type, found.entity["id"])
+        if entity is None:
+            raise NotFoundError(f"no entity with id {ref!r}")
+        return Found(found.entity_type, entity, str(self.store.path_for(found.entity_type, entity["id"])))
+
+    def _load_for_update(self, entity_type: str, entity_id: str) -> dict:
+        entity = self.store.load(entity_type, entity_id)
+        if entity is None:
+            raise NotFoundError(f"no {SINGULAR[entity_type]} with id {entity_id!r}")
+        return entity
+
+    def open_session_capsule(self, session_id: str) -> dict | None:
+        """The open session capsule of a session, when there is one."""
+        self.fresh()
+        for capsule in self.index.open_capsules(session_id):
+            if capsule["type"] == "session":
+                current = self.store.load("capsules", capsule["id"])
+                if current is not None and current["status"] == "open":
+                    return current
+        return None
+
+    # ------------------------------------------------------------ capture
+
+    def log(
+        self,
+        content: str,
+        *,
+        kind: str = "message",
+        scope: dict | None = None,
+        provenance: dict | None = None,
+        capsule_id: str | None = None,
+        ts: int | None = None,
+    ) -> Written:
+        """Record an observation, appending it to the open capsule it belongs to."""
+        scope = _check_scope(scope)
+        if kind not in OBSERVATION_KINDS:
+            raise ValidationError(f"invalid kind {kind!r}: use one of {', '.join(OBSERVATION_KINDS)}")
+        if not isinstance(content, str) or not content.strip():
+            raise ValidationError("content must be a non-empty string")
+        if provenance is not None and not isinstance(provenance, dict):
+            raise ValidationError("provenance must be a JSON object")
+        text, masked = mask_text(content)
+        prov, masked_prov = mask_json(provenance or {})
+        observation = {
+            "id": new_id("observations"),
+            "kind": kind,
+            "content": text,
+            "provenance": prov,
+            "ts": now_ms() if ts is None else ts,
+            "scopeIds": scope,
+            "redacted": False,
+        }
+        validate("observations", observation)
+        masked += masked_prov
+
+        if capsule_id is not None:
+            target = self.resolve(capsule_id, "capsules").entity["id"]
+        elif "sessionId" in scope:
+            capsule = self.open_session_capsule(scope["sessionId"])
+            target = capsule["id"] if capsule else None
+        else:
+            target = None
+        if target is None:
+            return self._write("observations", observation, masked)
+
+        with self.store.locked("capsules", target):
+            capsule = self._load_for_update("capsules", target)
+            if capsule["status"] != "open":
+                raise KindlingError(f"capsule {target} is closed; nothing was logged")
+            written = self._write("observations", observation, masked)
+            capsule["observationIds"].append(observation["id"])
+            self._write("capsules", capsule)
+        return written
+
+    def open_capsule(
+        self, intent: str, *, type: str = "session", scope: dict | None = None
+    ) -> Written:
+        """Open a capsule; a session may have only one open session capsule."""
+        scope = _check_scope(scope)
+        if not isinstance(intent, str) or not intent.strip():
+            raise ValidationError("intent must be a non-empty string")
+        text, masked = mask_text(intent)
+        capsule = {
+            "id": new_id("capsules"),
+            "type": type,
+            "intent": text,
+            "status": "open",
+            "openedAt": now_ms(),
+            "scopeIds": scope,
+            "observationIds": [],
+        }
+        validate("capsules", capsule)
+        session = scope.get("sessionId") if type == "session" else None
+        if session is None:
+            return self._write("capsules", capsule, masked)
+        # Serialise opens per session so two agents cannot both open one.
+        with self.store.locked("sessions", hashlib.sha256(session.encode()).hexdigest()):
+            existing = self.open_session_capsule(session)
+            if existing is not None:
+                raise KindlingError(
+                    f"session {session!r} already has an open session capsule "
+                    f"{existing['id']}; close it first"
+                )
+            return self._write("capsules", capsule, masked)
+
+    def close_capsule(
+        self,
+        capsule_id: str,
+        *,
+        summary: str | None = None,
+        confidence: float = 1.0,
+        evidence: tuple[str, ...] | list[str] = (),
+    ) -> Written:
+        """Close a capsule, writing its summary first when one is given."""
+        target = self.resolve(capsule_id, "capsules").entity["id"]
+        evidence_ids = [self.resolve(ref, "observations").entity["id"] for ref in evidence]
+        evidence_ids = list(dict.fromkeys(evidence_ids))
+        if summary is None and evidence_ids:
+            raise ValidationError("--evidence needs --summary")
+        masked = 0
+        with self.store.locked("capsules", target):
+            capsule = self._load_for_update("capsules", target)
+            if capsule["status"] != "open":
+                raise KindlingError(f"capsule {target} is already closed")
+            closed_at = max(now_ms(), capsule["openedAt"])
+            capsule.update(status="closed", closedAt=closed_at)
+            summary_entity = None
+            if summary is not None:
+                if not isinstance(summary, str) or not summary.strip():
+                    raise ValidationError("summary must be a non-empty string")
+                text, masked = mask_text(summary)
+                summary_entity = {
+                    "id": new_id("summaries"),
+                    "content": text,
+                    "confidence": confidence,
+                    "evidenceRefs": evidence_ids,
+                    "capsuleId": target,
+                    "ts": closed_at,
+                    "scopeIds": dict(capsule["scopeIds"]),
+                }
+                validate("summaries", summary_entity)
+                capsule["summaryId"] = summary_entity["id"]
+            validate("capsules", capsule)
+            if summary_entity is not None:
+                self._write("summaries", summary_entity, masked)
+            return self._write("capsules", capsule, masked)
+
+    def pin(
+        self,
+        target_type: str,
+        target_id: str,
+        *,
+        note: str | None = None,
+        ttl: int | None = None,
+        scope: dict | None = None,
+    ) -> Written:
+        """Pin an observation or summary so retrieval always returns it first."""
+        if target_type not in ("observation", "summary"):
+            raise ValidationError(f"can only pin an observation or a summary, not {target_type!r}")
+        target = self.resolve(target_id, PLURAL[target_type]).entity
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
+            raise ValidationError("ttl must be a positive number of milliseconds")
+        reason, masked = _mask_scope_free_text(note)
+        created = now_ms()
+        pin = {
+            "id": new_id("pins"),
+            "targetType": target_type,
+            "targetId": target["id"],
+            "reason": reason,
+            "createdAt": created,
+            "expiresAt": created + ttl if ttl is not None else None,
+            "scopeIds": _check_scope(scope) if scope else dict(target["scopeIds"]),
+        }
+        validate("pins", pin)
+        return self._write("pins", pin, masked)
+
+    def unpin(self, pin_id: str) -> dict:
+        """Remove a pin's file; returns the pin that was removed."""
+        found = self.resolve(pin_id, "pins")
+        path = self.store.path_for("pins", found.entity["id"])
+        self.store.remove("pins", found.entity["id"])
+        try:
+            self.index.drop(path)
+        except sqlite3.Error:
+            pass
+        return found.entity
+
+    def forget(self, observation_id: str) -> Written:
+        """Redact an observation: the record stays, its content and provenance go."""
+        target = self.resolve(observation_id, "observations").entity["id"]
+        with self.store.locked("observations", target):
+            observation = self._load_for_update("observations", target)
+            if observation["redacted"]:
+                return Written("observations", observation, self.store.path_for("observations", target))
+            observation.update(content=REDACTED_CONTENT, provenance={}, redacted=True)
+            return self._write("observations", observation)
+
+    # ------------------------------------------------------------ reading
+
+    def list(
+        self,
+        entity_type: str,
+        *,
+        scope: dict | None = None,
+        kinds: list[str] | None = None,
+        limit: int | None = 20,
+        include_expired: bool = False,
+    ) -> list[dict]:
+        """Stored entities of one type, newest first; expired pins hidden unless asked for."""
+        if entity_type not in ENTITY_TYPES:
+            raise ValidationError(f"unknown entity type {entity_type!r}")
+        for k in kinds or ():
+            if k not in OBSERVATION_KINDS:
+                raise ValidationError(f"invalid kind {k!r}: use one of {', '.join(OBSERVATION_KINDS)}")
+        scope = _check_scope(scope)
+        self.fresh()
+        if entity_type != "pins" or include_expired:
+            return self.index.entities(entity_type, scope=scope, kinds=kinds, limit=limit)
+        now = now_ms()
+        active = [
+            p
+            for p in self.index.entities("pins", scope=scope)
+            if p["expiresAt"] is None or p["expiresAt"] > now
+        ]
+        return active[:limit] if limit is not None else active
+
+    def status(self) -> dict[str, Any]:
+        """Store path, counts by type, redacted count, open capsules and problem files."""
+        report = self.fresh()
+        counts = self.index.counts()
+        return {
+            "store": str(self.store.root),
+            "index": str(self.store.index_path),
+            "counts": {t: counts[t] for t in ENTITY_TYPES},
+            "redacted": counts["redacted"],
+            "openCapsules": [
+                {"id": c["id"], "type": c["type"], "intent": c["intent"], "scopeIds": c["scopeIds"]}
+                for c in self.index.open_capsules()
+            ],
+            "problems": [{"path": p.path, "reason": p.reason} for p in report.problems],
+        }
+
+
+__all__ = ["Found", "Memory", "Written", "is_valid_id"]
