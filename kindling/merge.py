@@ -1,0 +1,195 @@
+"""Three-way, field-level merge of one entity: the rules git's merge driver, `kindling resolve`
+and `kindling import` share. Pure: no I/O, inputs are never modified.
+
+Rules, field by field (a field absent from a side counts as a value of its own):
+- both sides agree, or only one side changed the field: take that value;
+- `observationIds` (capsules) and `evidenceRefs` (summaries): ordered union of base, then
+  ours' additions, then theirs'. Kindling only ever appends to these lists, so an id missing
+  on one side was never removed on purpose and is kept;
+- capsule `status`: closed beats open. `closedAt` comes from the side that closed it; when
+  both sides closed it at different times the later one is kept, so the merged capsule's
+  [openedAt, closedAt] window covers the work of both branches;
+- observation `redacted`: true on either side wins, and the merge then carries content
+  `[redacted]` and provenance `{}` whatever the other side held;
+- `scopeIds` merges key by key (a conflict is named `scopeIds.<key>`);
+- anything else both sides changed differently is a conflict. `summaryId` set on one side
+  wins by the second rule; two different summaries are a conflict.
+The merged entity must validate; when it does not, its bad fields are reported as conflicts.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, NamedTuple
+
+from kindling.model import ENTITY_TYPES, REDACTED_CONTENT, entity_errors
+
+_LIST_UNIONS = {"capsules": ("observationIds",), "summaries": ("evidenceRefs",)}
+_MISSING: Any = object()
+
+
+class MergeResult(NamedTuple):
+    """The merged entity (None when anything conflicts) and the conflicting field names."""
+
+    merged: dict | None
+    conflicts: list[str]
+
+
+def ordered_union(*lists: object) -> list:
+    """Items of each list in turn, each kept once at its first position; non-lists skipped."""
+    seen: set = set()
+    out: list = []
+    for items in lists:
+        if not isinstance(items, list):
+            continue
+        for item in items:
+            key = _hashable(item)
+            if key not in seen:
+                seen.add(key)
+                out.append(item)
+    return out
+
+
+def _hashable(value: object) -> object:
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return (type(value).__name__, value)
+
+
+def _pick(base: Any, ours: Any, theirs: Any) -> tuple[Any, bool]:
+    """The plain three-way rule for one value: (result, conflicted)."""
+    if ours == theirs:
+        return ours, False
+    if ours == base:
+        return theirs, False
+    if theirs == base:
+        return ours, False
+    return _MISSING, True
+
+
+def _merge_scope(base: Any, ours: Any, theirs: Any, conflicts: list[str]) -> Any:
+    if not all(isinstance(v, dict) or v is _MISSING for v in (base, ours, theirs)):
+        value, conflicted = _pick(base, ours, theirs)
+        if conflicted:
+            conflicts.append("scopeIds")
+        return value
+    b = base if isinstance(base, dict) else {}
+    o = ours if isinstance(ours, dict) else {}
+    t = theirs if isinstance(theirs, dict) else {}
+    merged = {}
+    for key in sorted(b.keys() | o.keys() | t.keys()):
+        value, conflicted = _pick(b.get(key, _MISSING), o.get(key, _MISSING), t.get(key, _MISSING))
+        if conflicted:
+            conflicts.append(f"scopeIds.{key}")
+        elif value is not _MISSING:
+            merged[key] = value
+    return merged
+
+
+def _merge_capsule_close(base: dict, ours: dict, theirs: dict, merged: dict) -> None:
+    """Closed beats open; closedAt from the closing side, the later one when both closed."""
+    closers = [side for side in (ours, theirs) if side.get("status") == "closed"]
+    if not closers:
+        status, _ = _pick(
+            base.get("status", _MISSING),
+            ours.get("status", _MISSING),
+            theirs.get("status", _MISSING),
+        )
+        if status is not _MISSING:
+            merged["status"] = status  # anything but "open" here fails validation
+        return
+    merged["status"] = "closed"
+    times = [side.get("closedAt") for side in closers]
+    ints = [t for t in times if isinstance(t, int) and not isinstance(t, bool)]
+    if ints:
+        merged["closedAt"] = max(ints)
+    elif "closedAt" in closers[0]:
+        merged["closedAt"] = closers[0]["closedAt"]
+
+
+def merge_entity(entity_type: str, base: dict | None, ours: dict, theirs: dict) -> MergeResult:
+    """Merge two edits of one entity against their common ancestor (None when there is none)."""
+    if entity_type not in ENTITY_TYPES:
+        raise ValueError(f"unknown entity type {entity_type!r}")
+    if not isinstance(ours, dict) or not isinstance(theirs, dict):
+        return MergeResult(None, ["<not an object>"])
+    b = base if isinstance(base, dict) else {}
+    if ours == theirs:
+        merged = copy.deepcopy(ours)
+        return _checked(entity_type, merged, [])
+    if ours.get("id") != theirs.get("id"):
+        return MergeResult(None, ["id"])
+
+    conflicts: list[str] = []
+    merged: dict = {}
+    special = set(_LIST_UNIONS.get(entity_type, ())) | {"scopeIds"}
+    if entity_type == "capsules":
+        special |= {"status", "closedAt"}
+    if entity_type == "observations":
+        special |= {"redacted"}
+    for key in sorted(b.keys() | ours.keys() | theirs.keys(), key=str):
+        bv, ov, tv = b.get(key, _MISSING), ours.get(key, _MISSING), theirs.get(key, _MISSING)
+        if key in special:
+            continue
+        value, conflicted = _pick(bv, ov, tv)
+        if conflicted:
+            conflicts.append(key)
+        elif value is not _MISSING:
+            merged[key] = copy.deepcopy(value)
+
+    for key in _LIST_UNIONS.get(entity_type, ()):
+        sides = [s.get(key, _MISSING) for s in (b, ours, theirs)]
+        if all(v is _MISSING for v in sides[1:]):
+            continue
+        if any(v is not _MISSING and not isinstance(v, list) for v in sides):
+            value, conflicted = _pick(*sides)
+            if conflicted:
+                conflicts.append(key)
+            elif value is not _MISSING:
+                merged[key] = copy.deepcopy(value)
+        else:
+            merged[key] = copy.deepcopy(ordered_union(*sides))
+
+    if any("scopeIds" in side for side in (b, ours, theirs)):
+        scope = _merge_scope(
+            b.get("scopeIds", _MISSING),
+            ours.get("scopeIds", _MISSING),
+            theirs.get("scopeIds", _MISSING),
+            conflicts,
+        )
+        if scope is not _MISSING:
+            merged["scopeIds"] = copy.deepcopy(scope)
+
+    if entity_type == "capsules":
+        _merge_capsule_close(b, ours, theirs, merged)
+
+    if entity_type == "observations":
+        if ours.get("redacted") is True or theirs.get("redacted") is True:
+            merged["redacted"] = True
+            merged["content"] = REDACTED_CONTENT
+            merged["provenance"] = {}
+            conflicts = [c for c in conflicts if c not in ("content", "provenance")]
+        else:
+            value, conflicted = _pick(
+                b.get("redacted", _MISSING),
+                ours.get("redacted", _MISSING),
+                theirs.get("redacted", _MISSING),
+            )
+            if conflicted:
+                conflicts.append("redacted")
+            elif value is not _MISSING:
+                merged["redacted"] = value
+
+    return _checked(entity_type, merged, conflicts)
+
+
+def _checked(entity_type: str, merged: dict, conflicts: list[str]) -> MergeResult:
+    if conflicts:
+        return MergeResult(None, sorted(set(conflicts)))
+    errors = entity_errors(entity_type, merged)
+    if errors:
+        fields = sorted({error.split(" ", 1)[0] for error in errors})
+        return MergeResult(None, fields)
+    return MergeResult(merged, [])
