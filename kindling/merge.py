@@ -1,5 +1,6 @@
-"""Three-way, field-level merge of one entity: the rules git's merge driver, `kindling resolve`
-and `kindling import` share. Pure: no I/O, inputs are never modified.
+"""Three-way, field-level merge of one entity (and of one entity file's bytes): the rules git's
+merge driver, `kindling resolve` and `kindling import` share. Pure: no I/O, inputs are never
+modified.
 
 Rules, field by field (a field absent from a side counts as a value of its own):
 - both sides agree, or only one side changed the field: take that value;
@@ -22,7 +23,8 @@ from __future__ import annotations
 import copy
 from typing import Any, NamedTuple
 
-from kindling.model import ENTITY_TYPES, REDACTED_CONTENT, entity_errors
+from kindling import canonical
+from kindling.model import ENTITY_TYPES, REDACTED_CONTENT, entity_errors, type_of_new_id
 
 _LIST_UNIONS = {"capsules": ("observationIds",), "summaries": ("evidenceRefs",)}
 _MISSING: Any = object()
@@ -193,3 +195,126 @@ def _checked(entity_type: str, merged: dict, conflicts: list[str]) -> MergeResul
         fields = sorted({error.split(" ", 1)[0] for error in errors})
         return MergeResult(None, fields)
     return MergeResult(merged, [])
+
+
+# ---------------------------------------------------------------- whole files
+
+_TYPE_MARKERS = (
+    ("capsules", "observationIds"),
+    ("pins", "targetType"),
+    ("summaries", "evidenceRefs"),
+    ("observations", "kind"),
+)
+
+
+class FileMerge(NamedTuple):
+    """A merged entity file: its bytes, whether it is clean, and what needs a human."""
+
+    data: bytes
+    clean: bool
+    conflicts: list[str]
+
+
+def type_from_path(path: str | None) -> str | None:
+    """The entity type an `objects/<type>/...` path names, when it names one."""
+    if not path:
+        return None
+    parts = path.replace("\\", "/").split("/")
+    for i, part in enumerate(parts[:-1]):
+        if part == "objects" and i + 1 < len(parts) and parts[i + 1] in ENTITY_TYPES:
+            return parts[i + 1]
+    return None
+
+
+def type_from_content(*entities: object) -> str | None:
+    """The entity type the fields (or, failing that, the id prefix) of the entities announce."""
+    for entity in entities:
+        if not isinstance(entity, dict):
+            continue
+        for etype, key in _TYPE_MARKERS:
+            if key in entity:
+                return etype
+        ident = entity.get("id")
+        if isinstance(ident, str):
+            found = type_of_new_id(ident)
+            if found:
+                return found
+    return None
+
+
+def _parse(data: bytes | None) -> dict | None:
+    if data is None:
+        return None
+    try:
+        return canonical.decode(data)
+    except canonical.DecodeError:
+        return None
+
+
+def _section(data: bytes | None, entity: dict | None) -> bytes:
+    if entity is not None:
+        try:
+            return canonical.encode(entity)
+        except canonical.DecodeError:
+            pass
+    if not data:
+        return b""
+    return data if data.endswith(b"\n") else data + b"\n"
+
+
+def conflict_bytes(
+    ours: bytes | None,
+    theirs: bytes | None,
+    *,
+    ours_label: str = "ours",
+    theirs_label: str = "theirs",
+    marker_size: int = 7,
+) -> bytes:
+    """Git-style conflict markers around both sides (canonical JSON when a side parses)."""
+    size = max(7, marker_size)
+    return b"".join(
+        [
+            b"<" * size + b" " + ours_label.encode("utf-8", "replace") + b"\n",
+            _section(ours, _parse(ours)),
+            b"=" * size + b"\n",
+            _section(theirs, _parse(theirs)),
+            b">" * size + b" " + theirs_label.encode("utf-8", "replace") + b"\n",
+        ]
+    )
+
+
+def merge_files(
+    base: bytes | None,
+    ours: bytes | None,
+    theirs: bytes | None,
+    *,
+    path: str | None = None,
+    ours_label: str = "ours",
+    theirs_label: str = "theirs",
+    marker_size: int = 7,
+) -> FileMerge:
+    """Merge three versions of an entity file; never raises on bad bytes (they conflict)."""
+
+    def conflict(fields: list[str]) -> FileMerge:
+        data = conflict_bytes(
+            ours, theirs, ours_label=ours_label, theirs_label=theirs_label, marker_size=marker_size
+        )
+        return FileMerge(data, False, fields)
+
+    o, t = _parse(ours), _parse(theirs)
+    unparsed = [name for name, side in (("ours", o), ("theirs", t)) if side is None]
+    if unparsed:
+        return conflict([f"<{name} does not parse as a JSON object>" for name in unparsed])
+    b = _parse(base) if base else None
+    entity_type = type_from_path(path) or type_from_content(o, t, b)
+    if entity_type is None:
+        return conflict(["<not a Kindling entity>"])
+    if type_from_content(o) not in (None, entity_type) or type_from_content(t) not in (
+        None,
+        entity_type,
+    ):
+        return conflict(["<sides hold different entity types>"])
+    result = merge_entity(entity_type, b, o, t)
+    if result.merged is None:
+        return conflict(result.conflicts)
+    return FileMerge(canonical.encode(result.merged), True, [])

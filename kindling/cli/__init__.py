@@ -24,6 +24,10 @@ COMMANDS = {
     "show": "read:show_cmd",
     "list": "read:list_cmd",
     "status": "read:status_cmd",
+    "fsck": "fsck:fsck_cmd",
+    "merge-driver": "git:merge_driver_cmd",
+    "resolve": "git:resolve_cmd",
+    "git-setup": "git:git_setup_cmd",
 }
 
 

@@ -1,0 +1,119 @@
+"""Commands for living in git: merge-driver, resolve, git-setup."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+
+@click.command("merge-driver")
+@click.argument("base", type=click.Path(dir_okay=False))
+@click.argument("ours", type=click.Path(dir_okay=False))
+@click.argument("theirs", type=click.Path(dir_okay=False))
+@click.argument("path", required=False)
+@click.option("--marker-size", type=int, default=7, help="Conflict marker length (git's %L).")
+def merge_driver_cmd(base: str, ours: str, theirs: str, path: str | None, marker_size: int) -> None:
+    """Git merge driver: merge entity files field by field, result written to OURS.
+
+    Exit 0 on a clean merge; exit 1 leaving conflict markers in OURS otherwise.
+
+    \b
+    Example (.git/config, written by `kindling git-setup`):
+      [merge "kindling"]
+        driver = kindling merge-driver %O %A %B
+    """
+    from kindling.merge import conflict_bytes, merge_files
+
+    label = path or ours
+    sides: list[bytes | None] = []
+    for name in (base, ours, theirs):
+        try:
+            sides.append(Path(name).read_bytes())
+        except OSError:
+            sides.append(None)
+    try:
+        result = merge_files(*sides, path=path, marker_size=marker_size)
+        data, clean, conflicts = result.data, result.clean, result.conflicts
+    except Exception as exc:  # garbage in must never become a traceback in git's output
+        data = conflict_bytes(sides[1], sides[2], marker_size=marker_size)
+        clean, conflicts = False, [f"<{type(exc).__name__}>"]
+    try:
+        _replace(Path(ours), data)
+    except OSError as exc:
+        click.echo(f"kindling merge-driver: cannot write {ours}: {exc.strerror or exc}", err=True)
+        sys.exit(1)
+    if not clean:
+        click.echo(
+            f"kindling: conflict in {label}: {', '.join(conflicts)} changed differently on both "
+            "sides; edit the file (or run `kindling resolve`), then `git add` it",
+            err=True,
+        )
+        sys.exit(1)
+
+
+def _replace(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@click.command("resolve")
+@click.argument("ids", nargs=-1, metavar="[ID...]")
+@click.pass_context
+def resolve_cmd(ctx: click.Context, ids: tuple[str, ...]) -> None:
+    """Finish a git merge of entity files left conflicted, using the field-level merge.
+
+    With no ids, every conflicted entity file under the store. Fields both sides changed
+    differently are listed for a person to settle. Exit 1 while any remain.
+
+    \b
+    Example:
+      git merge other-branch   # conflicts in .kindling/objects/...
+      kindling resolve
+    """
+    from kindling.gitsetup import resolve_conflicts
+
+    report = resolve_conflicts(_store(ctx).root, ids)
+    for line in report.lines:
+        click.echo(line)
+    if not report.ok:
+        ctx.exit(1)
+
+
+@click.command("git-setup")
+@click.option(
+    "--driver",
+    "command",
+    metavar="COMMAND",
+    default=None,
+    help="Command git runs to merge (default: kindling merge-driver %O %A %B).",
+)
+@click.pass_context
+def git_setup_cmd(ctx: click.Context, command: str | None) -> None:
+    """Route entity files to the Kindling merge driver (once per clone; safe to repeat).
+
+    Writes <store>/.gitattributes and registers merge.kindling.* in the repo's .git/config.
+
+    \b
+    Example:
+      kindling git-setup
+    """
+    from kindling.gitsetup import DRIVER_COMMAND, git_setup
+
+    for line in git_setup(_store(ctx).root, command or DRIVER_COMMAND):
+        click.echo(line)
+
+
+def _store(ctx: click.Context):
+    from kindling.store import Store, locate
+
+    obj = ctx.find_root().obj or {}
+    return Store.open(locate(obj.get("store")))
