@@ -260,7 +260,7 @@ def entity_errors(entity_type: str, data: object) -> list[str]:
     present = {k: v for k, v in data.items() if k in allowed}
     field_errors: list[str] = []
     _CHECKS[entity_type](present, field_errors)
-    missing = {k for k in allowed if k not in data}
+    missing = {k for k in allowed - optional if k not in data}
     # A missing field is already reported once; don't repeat it as "must be ...".
     errors.extend(e for e in field_errors if e.split(" ", 1)[0] not in missing)
     return errors

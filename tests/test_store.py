@@ -1,0 +1,167 @@
+"""The store on disk: layout, atomic writes, locks, locating, walking."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+from pathlib import Path
+
+import pytest
+
+from kindling import canonical
+from kindling.errors import CorruptFileError, KindlingError, ValidationError
+from kindling.store import GITIGNORE, Store, default_init_root, fanout, locate
+
+OBS = {
+    "id": "9c20f3a1-2b4d-4f8e-9a1c-7e0d5b6f2a33",
+    "kind": "error",
+    "content": "JWT validation failed: token expired",
+    "provenance": {},
+    "ts": 1750416064123,
+    "scopeIds": {"sessionId": "session-1"},
+    "redacted": False,
+}
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_create_lays_out_the_store_and_is_idempotent(tmp_path):
+    root = tmp_path / ".kindling"
+    Store.create(root)
+    before = tree(root)
+    assert before == {
+        ".gitignore": GITIGNORE.encode(),
+        "config.json": b'{\n  "formatVersion": 1\n}\n',
+    }
+    for etype in ("observations", "capsules", "summaries", "pins"):
+        assert (root / "objects" / etype).is_dir()
+    Store.create(root)
+    assert tree(root) == before
+
+
+def test_write_uses_fanout_and_canonical_bytes(store_dir):
+    store = Store.open(store_dir)
+    path, data = store.write("observations", dict(OBS))
+    xx = hashlib.sha256(OBS["id"].encode()).hexdigest()[:2]
+    assert path == store_dir / "objects" / "observations" / xx / f"{OBS['id']}.json"
+    assert path.read_bytes() == data == canonical.encode(OBS)
+    assert store.load("observations", OBS["id"]) == OBS
+    assert fanout(OBS["id"]) == xx
+
+
+def test_invalid_entity_writes_nothing(store_dir):
+    store = Store.open(store_dir)
+    before = tree(store_dir)
+    with pytest.raises(ValidationError):
+        store.write("observations", {**OBS, "kind": "nope"})
+    assert tree(store_dir) == before
+
+
+@pytest.mark.parametrize("bad", ["../../x", "a/b", ".git", "x" * 300])
+def test_ids_never_become_paths(store_dir, bad):
+    store = Store.open(store_dir)
+    with pytest.raises(ValidationError, match="invalid id"):
+        store.path_for("observations", bad)
+    with pytest.raises(ValidationError):
+        store.write("observations", {**OBS, "id": bad})
+    assert not (store_dir.parent / "x").exists()
+
+
+def test_failed_write_leaves_old_file_and_no_temp(store_dir, monkeypatch):
+    store = Store.open(store_dir)
+    path, original = store.write("observations", dict(OBS))
+
+    def boom(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        store.write("observations", {**OBS, "content": "changed"})
+    assert path.read_bytes() == original
+    assert [p.name for p in path.parent.iterdir()] == [path.name]
+
+
+def test_walk_skips_temp_hidden_and_foreign_files(store_dir):
+    store = Store.open(store_dir)
+    path, _ = store.write("observations", dict(OBS))
+    (path.parent / f".{path.name}.123.abcd.tmp").write_bytes(b'{"half')
+    (path.parent / ".swp.json").write_bytes(b"x")
+    (path.parent / "notes.txt").write_bytes(b"x")
+    (store_dir / "objects" / "observations" / "stray.json").write_bytes(b"{}")
+    assert [(f.entity_type, f.path) for f in store.walk()] == [("observations", str(path))]
+
+
+def test_corrupt_file_is_reported_with_its_path_and_left_alone(store_dir):
+    store = Store.open(store_dir)
+    path = store.path_for("observations", OBS["id"])
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"id": "9c20f3a1')
+    with pytest.raises(CorruptFileError) as err:
+        store.load("observations", OBS["id"])
+    assert str(path) in str(err.value) and "not valid JSON" in str(err.value)
+    assert path.read_bytes() == b'{"id": "9c20f3a1'
+
+
+def test_locate_prefers_explicit_then_env_then_nearest(tmp_path, monkeypatch):
+    project = tmp_path / "project"
+    deep = project / "src" / "pkg"
+    deep.mkdir(parents=True)
+    Store.create(project / ".kindling")
+    assert locate(None, deep) == project / ".kindling"
+    monkeypatch.setenv("KINDLING_STORE", str(tmp_path / "elsewhere"))
+    assert locate(None, deep) == tmp_path / "elsewhere"
+    assert locate(tmp_path / "explicit", deep) == tmp_path / "explicit"
+
+
+def test_no_store_found_says_to_init(tmp_path):
+    with pytest.raises(KindlingError, match="kindling init"):
+        locate(None, tmp_path)
+    with pytest.raises(KindlingError, match="kindling init"):
+        Store.open(tmp_path / "missing")
+
+
+def test_newer_format_is_refused(store_dir):
+    (store_dir / "config.json").write_bytes(b'{"formatVersion": 99}')
+    with pytest.raises(KindlingError, match="newer than this Kindling supports"):
+        Store.open(store_dir)
+
+
+def test_init_root_is_the_git_top(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    assert default_init_root(tmp_path / "a" / "b") == tmp_path
+    assert default_init_root(tmp_path / "a") == tmp_path
+
+
+def test_read_only_store_keeps_its_index_in_the_user_cache(store_dir, isolated_env, monkeypatch):
+    store = Store.open(store_dir)
+    assert store.index_path == store_dir / "index.sqlite"
+    # Tests may run as root, who can write anywhere: pretend the store is not writable.
+    monkeypatch.setattr(Store, "writable", property(lambda self: False))
+    cached = store.index_path
+    assert cached.parent.parent == isolated_env / ".cache" / "kindling"
+    assert cached.name == "index.sqlite"
+    assert Store.open(store_dir).index_path == cached
+
+
+def _hold_and_append(args):
+    root, n = args
+    store = Store(root)
+    for _ in range(n):
+        with store.locked("capsules", "cap_shared"):
+            counter = Path(root) / "counter"
+            value = int(counter.read_text()) if counter.exists() else 0
+            counter.write_text(str(value + 1))
+
+
+def test_per_entity_lock_serialises_processes(store_dir):
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        pool.map(_hold_and_append, [(str(store_dir), 50)] * 4)
+    assert (store_dir / "counter").read_text() == "200"
