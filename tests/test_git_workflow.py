@@ -1,0 +1,369 @@
+"""Living in git with real `git`: git-setup, the merge driver, resolve, and two branches of
+memory merged into one store."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kindling import canonical
+from kindling.cli import cli
+from kindling.gitsetup import ATTRIBUTES_LINE, install_gitattributes, register_merge_driver
+from kindling.store import Store
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DRIVER = f"{shlex.quote(sys.executable)} -m kindling merge-driver %O %A %B"
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+CAP = {
+    "id": "cap_shared",
+    "type": "session",
+    "intent": "fix the login bug",
+    "status": "open",
+    "openedAt": 1750416000000,
+    "scopeIds": {"repoId": "app"},
+    "observationIds": ["o-base"],
+}
+
+
+def obs(oid: str, content: str, ts: int = 1750416064123) -> dict:
+    return {
+        "id": oid,
+        "kind": "message",
+        "content": content,
+        "provenance": {},
+        "ts": ts,
+        "scopeIds": {"repoId": "app"},
+        "redacted": False,
+    }
+
+
+@pytest.fixture
+def git_env(tmp_path, monkeypatch):
+    """An environment in which git reads no system or user config and kindling imports."""
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig-global"))
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.com")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@example.com")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "home" / ".cache"))
+    path = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT) + (os.pathsep + path if path else ""))
+    monkeypatch.delenv("KINDLING_STORE", raising=False)
+    return os.environ
+
+
+def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def kindling(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "kindling", *args], cwd=cwd, capture_output=True, text=True
+    )
+
+
+@pytest.fixture
+def repo(tmp_path, git_env) -> Path:
+    """A git repo with a store holding one open capsule and one observation, committed."""
+    top = tmp_path / "repo"
+    top.mkdir()
+    git(top, "init", "-q", "-b", "main")
+    git(top, "config", "user.name", "Test")
+    git(top, "config", "user.email", "test@example.com")
+    store = Store.create(top / ".kindling")
+    store.write("observations", obs("o-base", "the login form rejects valid users"))
+    store.write("capsules", CAP)
+    (top / "README").write_text("app\n")
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "base")
+    return top
+
+
+def store_of(top: Path) -> Store:
+    return Store(top / ".kindling")
+
+
+def read_entity(top: Path, etype: str, eid: str) -> dict:
+    path = store_of(top).path_for(etype, eid)
+    data = path.read_bytes()
+    entity = canonical.decode(data)
+    assert canonical.encode(entity) == data, "merged file is not canonical"
+    return entity
+
+
+def diverge(top: Path, *, close_on_a: bool = True, intent_b: str | None = None) -> None:
+    """Branch a appends an observation (and closes the capsule); branch b appends and pins."""
+    store = store_of(top)
+    git(top, "checkout", "-q", "-b", "a")
+    store.write("observations", obs("o-a", "branch a found the cookie path"))
+    cap = {**CAP, "observationIds": ["o-base", "o-a"]}
+    if close_on_a:
+        cap.update(status="closed", closedAt=1750416600000)
+    store.write("capsules", cap)
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "a")
+    git(top, "checkout", "-q", "main")
+    git(top, "checkout", "-q", "-b", "b")
+    store.write("observations", obs("o-b", "branch b saw the session expire"))
+    cap = {**CAP, "observationIds": ["o-base", "o-b"]}
+    if intent_b:
+        cap["intent"] = intent_b
+    store.write("capsules", cap)
+    pin = {
+        "id": "pin_b",
+        "targetType": "observation",
+        "targetId": "o-b",
+        "reason": "keep",
+        "createdAt": 1750416100000,
+        "expiresAt": None,
+        "scopeIds": {},
+    }
+    store.write("pins", pin)
+    git(top, "add", "-A")
+    git(top, "commit", "-q", "-m", "b")
+    git(top, "checkout", "-q", "a")
+
+
+# ---------------------------------------------------------------- git-setup
+
+
+def test_git_setup_writes_attributes_and_registers_driver(repo):
+    first = kindling("--store", str(repo / ".kindling"), "git-setup")
+    assert first.returncode == 0, first.stderr
+    assert "wrote" in first.stdout and "registered" in first.stdout
+    attrs = (repo / ".kindling" / ".gitattributes").read_text()
+    assert ATTRIBUTES_LINE in attrs.splitlines()
+    assert git(repo, "config", "--local", "merge.kindling.driver").stdout.strip() == (
+        "kindling merge-driver %O %A %B"
+    )
+    assert git(repo, "config", "--local", "merge.kindling.name").stdout.strip()
+    check = git(repo, "check-attr", "merge", "eol", "--", ".kindling/objects/capsules/ab/x.json")
+    assert "merge: kindling" in check.stdout and "eol: lf" in check.stdout
+    outside = git(repo, "check-attr", "merge", "--", "README")
+    assert "merge: unspecified" in outside.stdout
+
+    again = kindling("--store", str(repo / ".kindling"), "git-setup")
+    assert again.returncode == 0
+    assert "already" in again.stdout and "wrote" not in again.stdout
+    assert (repo / ".kindling" / ".gitattributes").read_text() == attrs
+    assert not list((repo / ".kindling").glob("*.tmp"))
+
+
+def test_install_gitattributes_keeps_user_lines(tmp_path):
+    root = tmp_path / "store"
+    root.mkdir()
+    (root / ".gitattributes").write_text("*.md text")
+    assert install_gitattributes(root) is True
+    text = (root / ".gitattributes").read_text()
+    assert text.startswith("*.md text\n") and ATTRIBUTES_LINE in text
+    assert install_gitattributes(root) is False
+
+
+def test_register_merge_driver_is_idempotent(repo):
+    assert register_merge_driver(repo, DRIVER) is True
+    assert register_merge_driver(repo, DRIVER) is False
+    assert git(repo, "config", "merge.kindling.driver").stdout.strip() == DRIVER
+
+
+def test_git_setup_outside_a_repo_is_a_clear_error(tmp_path, git_env):
+    Store.create(tmp_path / "plain" / ".kindling")
+    result = kindling("--store", str(tmp_path / "plain" / ".kindling"), "git-setup")
+    assert result.returncode == 1
+    assert "Error:" in result.stderr and "not inside a git repository" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# ---------------------------------------------------------------- merge-driver alone
+
+
+def driver(tmp_path: Path, base: bytes, ours: bytes, theirs: bytes, *extra: str):
+    paths = []
+    for name, data in (("O", base), ("A", ours), ("B", theirs)):
+        p = tmp_path / f".merge_file_{name}"
+        p.write_bytes(data)
+        paths.append(str(p))
+    result = CliRunner().invoke(cli, ["merge-driver", *paths, *extra])
+    return result, Path(paths[1]).read_bytes()
+
+
+def test_driver_clean_merge_writes_canonical_union(tmp_path):
+    ours = {
+        **CAP,
+        "observationIds": ["o-base", "o-a"],
+        "status": "closed",
+        "closedAt": 1750416600000,
+    }
+    theirs = {**CAP, "observationIds": ["o-base", "o-b"]}
+    result, out = driver(
+        tmp_path, canonical.encode(CAP), canonical.encode(ours), canonical.encode(theirs)
+    )
+    assert result.exit_code == 0, result.output
+    assert out == canonical.encode({**ours, "observationIds": ["o-base", "o-a", "o-b"]})
+
+
+def test_driver_type_from_content_without_a_base(tmp_path):
+    pin = {
+        "id": "pin_x",
+        "targetType": "observation",
+        "targetId": "o1",
+        "reason": None,
+        "createdAt": 1,
+        "expiresAt": None,
+        "scopeIds": {},
+    }
+    result, out = driver(
+        tmp_path, b"", canonical.encode(pin), canonical.encode({**pin, "expiresAt": 5})
+    )
+    assert result.exit_code == 1  # no base: both sides differ on expiresAt
+    assert out.startswith(b"<<<<<<< ours\n")
+    result, out = driver(tmp_path, b"", canonical.encode(pin), canonical.encode(pin))
+    assert result.exit_code == 0 and out == canonical.encode(pin)
+
+
+def test_driver_real_conflict_leaves_markers_around_canonical_json(tmp_path):
+    ours = {**CAP, "intent": "A"}
+    theirs = {**CAP, "intent": "B"}
+    # ours arrives non-canonical (a hand edit); the markers hold its canonical form
+    result, out = driver(
+        tmp_path,
+        canonical.encode(CAP),
+        canonical.encode_compact(ours),
+        canonical.encode(theirs),
+        ".kindling/objects/capsules/00/cap_shared.json",
+    )
+    assert result.exit_code == 1
+    assert out == (
+        b"<<<<<<< ours\n"
+        + canonical.encode(ours)
+        + b"=======\n"
+        + canonical.encode(theirs)
+        + b">>>>>>> theirs\n"
+    )
+    assert "intent" in result.output
+    with pytest.raises(canonical.DecodeError, match="conflict markers"):
+        canonical.decode(out)
+
+
+@pytest.mark.parametrize(
+    "ours,theirs",
+    [
+        (b"\xff\xfe garbage", canonical.encode(CAP)),
+        (canonical.encode(CAP), b"{not json"),
+        (b"", b""),
+        (b"[1, 2, 3]", b"null"),
+        (b'{"id": "../../etc/passwd"}', b'{"id": "x\\u0000y"}'),
+        (b"[" * 100_000, b"{}"),
+        (canonical.encode(CAP), canonical.encode({**CAP, "status": 7})),
+    ],
+)
+def test_driver_never_tracebacks_on_garbage(tmp_path, ours, theirs):
+    result, out = driver(tmp_path, canonical.encode(CAP), ours, theirs)
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert out.startswith(b"<<<<<<<") and b"\n=======\n" in out
+
+
+def test_driver_missing_files_is_a_conflict_not_a_traceback(tmp_path):
+    missing = str(tmp_path / "nope")
+    result = CliRunner().invoke(cli, ["merge-driver", missing, missing, missing])
+    assert result.exit_code == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+# ---------------------------------------------------------------- with real git
+
+
+def test_two_branches_merge_cleanly_with_the_driver(repo):
+    install_gitattributes(repo / ".kindling")
+    register_merge_driver(repo, DRIVER)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "attributes")
+    diverge(repo)
+    git(repo, "merge", "-q", "--no-edit", "b")  # raises on conflict
+    cap = read_entity(repo, "capsules", "cap_shared")
+    assert cap["observationIds"] == ["o-base", "o-a", "o-b"]
+    assert cap["status"] == "closed" and cap["closedAt"] == 1750416600000
+    assert read_entity(repo, "pins", "pin_b")["targetId"] == "o-b"
+    assert git(repo, "status", "--porcelain").stdout == ""
+
+
+def test_driver_conflict_through_git_leaves_markers_and_resolve_lists_fields(repo):
+    install_gitattributes(repo / ".kindling")
+    register_merge_driver(repo, DRIVER)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "attributes")
+    store = store_of(repo)
+    git(repo, "checkout", "-q", "-b", "b")
+    store.write("capsules", {**CAP, "intent": "theirs"})
+    git(repo, "commit", "-q", "-am", "b")
+    git(repo, "checkout", "-q", "main")
+    store.write("capsules", {**CAP, "intent": "ours"})
+    git(repo, "commit", "-q", "-am", "main")
+    merge = git(repo, "merge", "--no-edit", "b", check=False)
+    assert merge.returncode != 0
+    path = store.path_for("capsules", "cap_shared")
+    with pytest.raises(canonical.DecodeError, match="conflict markers"):
+        canonical.decode(path.read_bytes())
+    result = kindling("--store", str(repo / ".kindling"), "resolve")
+    assert result.returncode == 1
+    assert "needs a human" in result.stdout and "intent" in result.stdout
+
+
+def test_resolve_finishes_a_merge_made_without_the_driver(repo):
+    diverge(repo)
+    merge = git(repo, "merge", "--no-edit", "b", check=False)
+    assert merge.returncode != 0, "git merged capsule lists on its own; the test needs a conflict"
+    conflicted = git(repo, "diff", "--name-only", "--diff-filter=U").stdout.split()
+    assert conflicted == [".kindling/objects/capsules/" + fanout_rel("cap_shared")]
+
+    result = kindling("--store", str(repo / ".kindling"), "resolve", "cap_shared")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "resolved .kindling/objects/capsules/" in result.stdout
+    cap = read_entity(repo, "capsules", "cap_shared")
+    assert cap["observationIds"] == ["o-base", "o-a", "o-b"]
+    assert cap["status"] == "closed"
+    assert git(repo, "diff", "--name-only", "--diff-filter=U").stdout == ""
+    git(repo, "commit", "-q", "--no-edit")
+
+    again = kindling("--store", str(repo / ".kindling"), "resolve")
+    assert again.returncode == 0 and "no conflicted entity files" in again.stdout
+
+
+def test_resolve_reports_fields_for_a_human(repo):
+    diverge(repo, intent_b="a different intent")
+    store = store_of(repo)
+    git(repo, "checkout", "-q", "a")
+    store.write("capsules", {**read_entity(repo, "capsules", "cap_shared"), "intent": "mine"})
+    git(repo, "commit", "-q", "-am", "a2")
+    assert git(repo, "merge", "--no-edit", "b", check=False).returncode != 0
+    result = kindling("--store", str(repo / ".kindling"), "resolve")
+    assert result.returncode == 1
+    assert "needs a human" in result.stdout and ": intent" in result.stdout
+    unknown = kindling("--store", str(repo / ".kindling"), "resolve", "pin_nothing")
+    assert unknown.returncode == 1 and "no conflicted entity file" in unknown.stdout
+
+
+def test_resolve_outside_git_is_a_clear_error(tmp_path, git_env):
+    Store.create(tmp_path / ".kindling")
+    result = kindling("--store", str(tmp_path / ".kindling"), "resolve")
+    assert result.returncode == 1 and "not inside a git repository" in result.stderr
+
+
+def fanout_rel(entity_id: str) -> str:
+    from kindling.store import fanout
+
+    return f"{fanout(entity_id)}/{entity_id}.json"
