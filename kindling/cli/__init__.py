@@ -24,7 +24,7 @@ COMMANDS = {
     "show": "read:show_cmd",
     "list": "read:list_cmd",
     "status": "read:status_cmd",
-    "fsck": "fsck:fsck_cmd",
+    "fsck": "git:fsck_cmd",
     "merge-driver": "git:merge_driver_cmd",
     "resolve": "git:resolve_cmd",
     "git-setup": "git:git_setup_cmd",

@@ -1,4 +1,4 @@
-"""Commands for living in git: merge-driver, resolve, git-setup."""
+"""Commands for living in git: fsck, merge-driver, resolve, git-setup."""
 
 from __future__ import annotations
 
@@ -110,6 +110,52 @@ def git_setup_cmd(ctx: click.Context, command: str | None) -> None:
 
     for line in git_setup(_store(ctx).root, command or DRIVER_COMMAND):
         click.echo(line)
+
+
+@click.command("fsck")
+@click.option("--fix", is_flag=True, help="Make the safe repairs and say what was done.")
+@click.option("json_", "--json", is_flag=True, help="Print a JSON report instead of text.")
+@click.pass_context
+def fsck_cmd(ctx: click.Context, fix: bool, json_: bool) -> None:
+    """Check every entity file and the index; exit 0 when clean, 1 otherwise.
+
+    --fix re-encodes valid non-canonical files, moves misplaced ones, rebuilds the index and
+    removes temp files older than an hour. Files that do not parse are never touched.
+
+    \b
+    Example:
+      kindling fsck
+      kindling fsck --fix --json
+    """
+    from kindling.cli.common import echo_json
+    from kindling.fsck import fsck
+
+    report = fsck(_store(ctx), fix=fix)
+    if json_:
+        echo_json(report.as_dict())
+    else:
+        for problem in report.problems:
+            line = f"{problem.path}: {problem.check}: {problem.reason}"
+            if problem.fixed:
+                line += f" [fixed: {problem.fixed}]"
+            click.echo(line)
+        left = sum(1 for p in report.problems if not p.fixed)
+        fixed = len(report.problems) - left
+        summary = f"{report.checked} entity files checked"
+        if not report.problems:
+            summary += ", no problems"
+        else:
+            summary += f", {len(report.problems)} problem(s)"
+            if fix:
+                summary += f", {fixed} fixed, {left} left"
+            elif any(p.check in FIXABLE for p in report.problems):
+                summary += "; `kindling fsck --fix` repairs the safe ones"
+        click.echo(summary)
+    if not report.ok:
+        ctx.exit(1)
+
+
+FIXABLE = ("noncanonical", "misplaced", "temp", "index")
 
 
 def _store(ctx: click.Context):

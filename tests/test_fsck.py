@@ -1,0 +1,223 @@
+"""`kindling fsck`: every kind of problem found with its path, and only safe repairs made."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kindling import canonical
+from kindling.cli import cli
+from kindling.fsck import STALE_TEMP_SECONDS, fsck
+from kindling.store import Store
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "stores"
+
+
+def copy_store(name: str, tmp_path: Path) -> Path:
+    root = tmp_path / name
+    shutil.copytree(FIXTURES / name / "store", root)
+    return root
+
+
+def run_fsck(root: Path, *args: str):
+    result = CliRunner().invoke(cli, ["--store", str(root), "fsck", *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Store-relative path -> sha256 of every file under objects/."""
+    out = {}
+    for path in sorted((root / "objects").rglob("*")):
+        if path.is_file():
+            out[path.relative_to(root).as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def normalized(problems: list[dict]) -> list[dict]:
+    # orjson words its parse errors its own way from release to release; keep only the gist.
+    out = []
+    for p in problems:
+        reason = p["reason"]
+        if p["check"] == "parse" and reason.startswith("not valid JSON"):
+            reason = "not valid JSON"
+        out.append({**p, "reason": reason})
+    return out
+
+
+def test_malformed_store_reports_every_problem_exactly(tmp_path):
+    root = copy_store("malformed", tmp_path)
+    result = run_fsck(root, "--json")
+    assert result.exit_code == 1
+    report = json.loads(result.output)
+    expected = json.loads((FIXTURES / "malformed" / "fsck.json").read_text())
+    assert report["store"] == str(root)
+    assert report["ok"] is False
+    assert report["checked"] == expected["checked"]
+    assert normalized(report["problems"]) == normalized(expected["problems"])
+
+
+def test_malformed_store_text_output_names_path_and_reason(tmp_path):
+    root = copy_store("malformed", tmp_path)
+    result = run_fsck(root)
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert (
+        "objects/capsules/7a/cap_0002.json: conflict: holds git merge conflict markers"
+        in (lines[0])
+    )
+    assert lines[-1] == (
+        "16 entity files checked, 15 problem(s); `kindling fsck --fix` repairs the safe ones"
+    )
+
+
+def test_fix_on_malformed_store_repairs_only_what_is_safe(tmp_path):
+    root = copy_store("malformed", tmp_path)
+    before = snapshot(root)
+    result = run_fsck(root, "--fix", "--json")
+    assert result.exit_code == 1
+    report = json.loads(result.output)
+    fixed = {p["path"]: p["fixed"] for p in report["problems"] if p["fixed"]}
+    assert fixed == {
+        "objects/observations/09/obs-0002.json": "re-encoded canonically",
+        "objects/capsules/ed/pin_0002.json": "moved to objects/pins/ed/pin_0002.json",
+        "objects/observations/41/renamed.json": "moved to objects/observations/41/obs-0008.json",
+        "objects/observations/zz/obs-0007.json": "moved to objects/observations/74/obs-0007.json",
+    }
+    after = snapshot(root)
+    untouchable = [
+        "objects/capsules/7a/cap_0002.json",
+        "objects/observations/4f/obs-0003.json",
+        "objects/observations/7b/obs-0005.json",
+        "objects/observations/df/obs-0004.json",
+        "objects/observations/00/evil.json",
+        "objects/observations/04/obs-0006.json",
+        "objects/observations/ab/notes.txt",
+        "objects/observations/ab/copy-of-obs-0001.json",
+        "objects/pins/69/pin_0001.json",
+    ]
+    for rel in untouchable:
+        assert after[rel] == before[rel], rel
+    moved = Store(root).path_for("pins", "pin_0002")
+    assert canonical.encode(canonical.decode(moved.read_bytes())) == moved.read_bytes()
+    assert not (root / "objects/capsules/ed/pin_0002.json").exists()
+
+    again = json.loads(run_fsck(root, "--json").output)
+    assert {p["check"] for p in again["problems"]} == {
+        "conflict",
+        "parse",
+        "invalid",
+        "stray",
+        "duplicate",
+        "dangling",
+    }
+
+
+def test_fix_makes_a_noncanonical_store_clean(tmp_path):
+    root = copy_store("noncanonical", tmp_path)
+    first = run_fsck(root)
+    assert first.exit_code == 1
+    assert first.output.count(": noncanonical: ") == 3
+    assert first.output.count(": misplaced: ") == 2
+    fixed = run_fsck(root, "--fix")
+    assert fixed.exit_code == 0, fixed.output
+    assert fixed.output.splitlines()[-1] == (
+        "6 entity files checked, 5 problem(s), 5 fixed, 0 left"
+    )
+    clean = run_fsck(root)
+    assert clean.exit_code == 0
+    assert clean.output == "6 entity files checked, no problems\n"
+    store = Store(root)
+    for item in store.walk():
+        data = Path(item.path).read_bytes()
+        assert canonical.encode(store.parse(item.entity_type, item.path, data)) == data
+    # the ASCII-escaped text came back as the same characters
+    obs3 = store.load("observations", "obs-0003")
+    assert obs3["content"] == "indent 4 — ünïcode"
+
+
+def test_conflicted_file_is_reported_and_never_rewritten(tmp_path):
+    root = copy_store("conflicted", tmp_path)
+    before = snapshot(root)
+    for args in ((), ("--fix",)):
+        result = run_fsck(root, *args)
+        assert result.exit_code == 1
+        assert "objects/capsules/04/cap_0001.json: conflict:" in result.output
+    assert snapshot(root) == before
+
+
+def test_clean_store_exits_zero(store_dir):
+    result = run_fsck(store_dir, "--json")
+    assert result.exit_code == 0
+    assert json.loads(result.output) == {
+        "checked": 0,
+        "ok": True,
+        "problems": [],
+        "store": str(store_dir),
+    }
+
+
+def test_temp_files_only_cleaned_when_older_than_an_hour(tmp_path):
+    root = copy_store("conflicted", tmp_path)
+    (root / "objects/capsules/04/cap_0001.json").unlink()
+    bucket = root / "objects" / "observations" / "f2"
+    young = bucket / ".obs-0001.json.123.abcd1234.tmp"
+    old = bucket / ".obs-0001.json.456.deadbeef.tmp"
+    young.write_bytes(b'{"half": ')
+    old.write_bytes(b"")
+    hours_ago = time.time() - STALE_TEMP_SECONDS - 60
+    os.utime(old, (hours_ago, hours_ago))
+    os.utime(young, (time.time() - STALE_TEMP_SECONDS + 60,) * 2)
+
+    result = run_fsck(root)
+    assert result.exit_code == 1
+    assert result.output.startswith(
+        "objects/observations/f2/.obs-0001.json.456.deadbeef.tmp: temp: stale temp file"
+    )
+    assert "123.abcd1234" not in result.output
+    fixed = run_fsck(root, "--fix")
+    assert fixed.exit_code == 0
+    assert "[fixed: removed]" in fixed.output
+    assert not old.exists()
+    assert young.exists()
+    assert run_fsck(root).exit_code == 0
+
+
+def test_library_report(tmp_path):
+    root = copy_store("noncanonical", tmp_path)
+    report = fsck(Store.open(root))
+    assert not report.ok
+    assert [p.check for p in report.problems] == ["noncanonical"] * 3 + ["misplaced"] * 2
+    report = fsck(Store.open(root), fix=True)
+    assert report.ok
+
+
+def test_missing_store_is_a_clear_error(tmp_path):
+    result = CliRunner().invoke(cli, ["--store", str(tmp_path / "nothing"), "fsck"])
+    assert result.exit_code == 1
+    assert "Error: no Kindling store" in result.output
+
+
+@pytest.mark.parametrize("name", ["subdir", "link"])
+def test_strange_entries_are_reported_not_followed(tmp_path, name):
+    root = copy_store("conflicted", tmp_path)
+    (root / "objects/capsules/04/cap_0001.json").unlink()
+    target = root / "objects" / "observations" / "f2" / "obs-0001.json"
+    if name == "link":
+        (root / "objects/observations/aa").mkdir()
+        (root / "objects/observations/aa/obs-0009.json").symlink_to(target)
+        expected = "objects/observations/aa/obs-0009.json: stray: not a regular file"
+    else:
+        (root / "objects/observations/f2/deeper").mkdir()
+        shutil.copy(target, root / "objects/observations/f2/deeper/obs-0001.json")
+        expected = "objects/observations/f2/deeper/obs-0001.json: duplicate:"
+    result = run_fsck(root)
+    assert result.exit_code == 1
+    assert expected in result.output
