@@ -1,0 +1,166 @@
+"""The export bundle format (formats.txt, "Export bundle"): versions, header, and a parser
+that checks a whole bundle before anything is done with it.
+
+Writing a bundle lives in `kindling.export`, reading one into a store in `kindling.importer`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gzip
+import sys
+import zlib
+from typing import NamedTuple
+
+from kindling import canonical
+from kindling.errors import KindlingError, ValidationError
+from kindling.model import ENTITY_TYPES, SINGULAR, entity_errors, is_valid_id, scope_errors
+
+BUNDLE_VERSION = "1.0"
+DATASET_VERSION = "1.0"
+DESCRIPTION = "Kindling memory export"
+# Errors listed in one message before the rest are summarised as "and N more".
+MAX_LISTED_ERRORS = 20
+
+_TOP_KEYS = {"bundleVersion", "exportedAt", "dataset", "metadata"}
+_DATASET_KEYS = {"version", "exportedAt", "scope", *ENTITY_TYPES}
+
+
+class Dataset(NamedTuple):
+    """A parsed, fully validated bundle: its header values and entities per type, in order."""
+
+    exported_at: int
+    scope: dict | None
+    entities: dict[str, list[dict]]
+
+    def __len__(self) -> int:
+        return sum(len(items) for items in self.entities.values())
+
+
+def iso_utc(ms: int) -> str:
+    """Epoch milliseconds as ISO-8601 UTC with milliseconds, e.g. 2025-06-20T11:05:00.000Z."""
+    moment = dt.datetime.fromtimestamp(ms // 1000, tz=dt.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
+
+
+def entity_label(entity_type: str, index: int, entity: object) -> str:
+    """How an error names a bundle entity: `observations[3] (id 9c20f3a1-...)`."""
+    label = f"{entity_type}[{index}]"
+    ident = entity.get("id") if isinstance(entity, dict) else None
+    if is_valid_id(ident):
+        label += f" (id {ident})"
+    return label
+
+
+def _is_ms(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _raise_all(errors: list[str]) -> None:
+    if not errors:
+        return
+    shown = errors[:MAX_LISTED_ERRORS]
+    more = len(errors) - len(shown)
+    lines = "\n  ".join(shown)
+    tail = f"\n  ... and {more} more" if more else ""
+    noun = "problem" if len(errors) == 1 else "problems"
+    raise ValidationError(
+        f"invalid bundle ({len(errors)} {noun}; nothing was imported):\n  {lines}{tail}"
+    )
+
+
+def _check_version(where: str, value: object, expected: str) -> None:
+    if value is None:
+        raise ValidationError(f"invalid bundle: {where} is missing; nothing was imported")
+    if value != expected:
+        raise ValidationError(
+            f"unsupported bundle version: {where} is {value!r}, this Kindling reads {expected!r}; "
+            "nothing was imported"
+        )
+
+
+def decode_bundle(data: bytes) -> object:
+    """Bytes (plain or gzip-compressed JSON) to a JSON value, or a ValidationError."""
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise ValidationError(f"invalid bundle: broken gzip data ({exc})") from None
+    if not data.strip():
+        raise ValidationError("invalid bundle: the input is empty")
+    try:
+        return canonical.loads(data)
+    except canonical.DecodeError as exc:
+        raise ValidationError(f"invalid bundle: {exc}") from None
+
+
+def parse_bundle(data: bytes) -> Dataset:
+    """Parse and check a whole bundle; any problem raises one error that lists them all."""
+    return check_bundle(decode_bundle(data))
+
+
+def check_bundle(value: object) -> Dataset:
+    """Check a decoded bundle field by field, every entity with the store's own validation."""
+    if not isinstance(value, dict):
+        raise ValidationError(
+            f"invalid bundle: expected a JSON object, found {type(value).__name__}"
+        )
+    _check_version("bundleVersion", value.get("bundleVersion"), BUNDLE_VERSION)
+    dataset = value.get("dataset")
+    if not isinstance(dataset, dict):
+        what = "missing" if dataset is None else "not an object"
+        raise ValidationError(f"invalid bundle: dataset is {what}; nothing was imported")
+    _check_version("dataset.version", dataset.get("version"), DATASET_VERSION)
+
+    errors: list[str] = []
+    for key in sorted(value.keys() - _TOP_KEYS):
+        errors.append(f"{key} is not a bundle field")
+    for key in sorted(dataset.keys() - _DATASET_KEYS):
+        errors.append(f"dataset.{key} is not a dataset field")
+    if not _is_ms(value.get("exportedAt")):
+        errors.append("exportedAt must be an integer >= 0 (epoch milliseconds)")
+    if not _is_ms(dataset.get("exportedAt")):
+        errors.append("dataset.exportedAt must be an integer >= 0 (epoch milliseconds)")
+    if "metadata" in value and not isinstance(value["metadata"], dict):
+        errors.append("metadata must be an object")
+    scope = dataset.get("scope")
+    if "scope" in dataset:
+        errors.extend(scope_errors(scope, "dataset.scope"))
+
+    entities: dict[str, list[dict]] = {}
+    for etype in ENTITY_TYPES:
+        items = dataset.get(etype)
+        if not isinstance(items, list):
+            what = "missing" if items is None else "not a list"
+            errors.append(f"dataset.{etype} is {what}")
+            entities[etype] = []
+            continue
+        entities[etype] = items
+        seen: dict[str, int] = {}
+        for i, item in enumerate(items):
+            label = entity_label(etype, i, item)
+            for problem in entity_errors(etype, item):
+                errors.append(f"{label}: {problem}")
+            ident = item.get("id") if isinstance(item, dict) else None
+            if is_valid_id(ident):
+                if ident in seen:
+                    errors.append(
+                        f"{label}: id is a duplicate of {etype}[{seen[ident]}] "
+                        f"(each {SINGULAR[etype]} id may appear once)"
+                    )
+                else:
+                    seen[ident] = i
+    _raise_all(errors)
+    return Dataset(value["exportedAt"], scope if "scope" in dataset else None, entities)
+
+
+def read_source(source: str) -> bytes:
+    """The bytes of a bundle file, or of stdin when `source` is `-`."""
+    if source == "-":
+        return sys.stdin.buffer.read()
+    try:
+        with open(source, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise KindlingError(f"cannot read {source}: {exc.strerror}") from None
+

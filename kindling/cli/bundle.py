@@ -1,0 +1,123 @@
+"""Commands that move memory between stores as bundles: export, import."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from kindling.cli.common import (
+    echo_json,
+    json_option,
+    notice,
+    open_memory,
+    scope_from,
+    scope_options,
+)
+
+
+@click.command("export")
+@click.option(
+    "-o", "--output", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),
+    help="Write the bundle to FILE (atomically) instead of stdout.",
+)
+@scope_options
+@click.option(
+    "--include-redacted", is_flag=True,
+    help="Also export forgotten observations as tombstones, so the forget travels too.",
+)
+@click.pass_context
+def export_cmd(ctx, output, include_redacted, **scope_kwargs) -> None:
+    """Write the store (or one scope of it) as a bundle to stdout or FILE.
+
+    \b
+    Example:
+      kindling export -o memory.json
+      kindling export --repo my-project | gzip > memory.json.gz
+    """
+    from kindling.export import describe, export_bundle, export_to_path
+    from kindling.store import Store, locate
+
+    store = Store.open(locate(ctx.find_root().obj["store"]))
+    options = {"scope": scope_from(scope_kwargs), "include_redacted": include_redacted}
+    if output and output != "-":
+        report = export_to_path(store, output, **options)
+        notice(f"{describe(report)} Bundle written to {output}.")
+    else:
+        try:
+            report = export_bundle(store, sys.stdout.buffer, **options)
+        except BrokenPipeError:
+            # The reader went away (`kindling export | head`): stop quietly, as cat does.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(1)
+    if report.problems:
+        n = len(report.problems)
+        notice(
+            f"Warning: {n} entity file{'s' if n != 1 else ''} could not be read and "
+            f"{'were' if n != 1 else 'was'} left out of the bundle:"
+        )
+        for problem in report.problems:
+            notice(f"  {problem.path}: {problem.reason}")
+
+
+@click.command("import")
+@click.argument("source", metavar="FILE|-", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option(
+    "--on-conflict", type=click.Choice(["keep", "theirs", "fail"]), default="keep",
+    show_default=True,
+    help="When an entity differs from the local copy and cannot merge: keep the local copy, "
+    "take the bundle's values, or stop before writing anything.",
+)
+@click.option("--dry-run", is_flag=True, help="Print the report, write nothing.")
+@json_option
+@click.pass_context
+def import_cmd(ctx, source, on_conflict, dry_run, json_) -> None:
+    """Import a bundle from FILE or stdin (-): all checked first, forgotten stays forgotten.
+
+    \b
+    Example:
+      kindling import teammate.json --dry-run
+      gunzip -c memory.json.gz | kindling import - --json
+    """
+    from kindling.bundle import parse_bundle, read_source
+    from kindling.importer import import_bundle
+
+    dataset = parse_bundle(read_source(source))
+    with open_memory(ctx) as memory, _progress() as (on_start, progress):
+        report = import_bundle(
+            memory,
+            dataset,
+            on_conflict=on_conflict,
+            dry_run=dry_run,
+            on_start=on_start,
+            progress=progress,
+        )
+    if json_:
+        echo_json(report.as_json())
+    else:
+        click.echo("\n".join(report.lines()))
+
+
+class _progress:
+    """A progress bar on stderr while files are written, only when stderr is a terminal."""
+
+    def __init__(self) -> None:
+        self.bar = None
+
+    def __enter__(self):
+        if not sys.stderr.isatty():
+            return None, None
+        return self._start, self._advance
+
+    def _start(self, total: int) -> None:
+        self.bar = click.progressbar(length=total, label="Importing", file=sys.stderr)
+        self.bar.__enter__()
+
+    def _advance(self, n: int) -> None:
+        if self.bar is not None:
+            self.bar.update(n)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(*exc)

@@ -1,0 +1,205 @@
+"""Write a store (or one scope of it) as an export bundle, streaming.
+
+Two passes over the files: the first keeps only (sort key, id, path) per entity, the second
+reads each entity again in bundle order and writes it out at once, so memory holds the sort
+keys, never the store.
+
+Scope filters follow search: observations, capsules and summaries match when their scopeIds
+carry every requested value exactly (`model.scope_matches`); pins also match a scope field they
+do not carry at all (`model.pin_scope_matches`), as pins do in search.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+from typing import BinaryIO, NamedTuple
+
+from kindling import canonical
+from kindling.bundle import BUNDLE_VERSION, DATASET_VERSION, DESCRIPTION, iso_utc
+from kindling.clock import now_ms
+from kindling.errors import CorruptFileError, ValidationError
+from kindling.model import (
+    ENTITY_TYPES,
+    SINGULAR,
+    entity_time,
+    pin_scope_matches,
+    scope_errors,
+    scope_matches,
+)
+from kindling.store import TEMP_SUFFIX, Store, fanout
+
+
+class Problem(NamedTuple):
+    """A file left out of the export because it could not be read as an entity."""
+
+    path: str
+    reason: str
+
+
+class ExportReport(NamedTuple):
+    """What an export wrote: entity counts per type, and the files it had to leave out."""
+
+    exported_at: int
+    counts: dict[str, int]
+    problems: list[Problem]
+
+
+def _matches(entity_type: str, entity: dict, scope: dict) -> bool:
+    if not scope:
+        return True
+    if entity_type == "pins":
+        return pin_scope_matches(entity["scopeIds"], scope)
+    return scope_matches(entity["scopeIds"], scope)
+
+
+class _Filter:
+    """Which entities belong in this export; learns redacted ids as observations go by."""
+
+    def __init__(self, scope: dict, include_redacted: bool) -> None:
+        self.scope = scope
+        self.include_redacted = include_redacted
+        self.redacted: set[str] = set()
+
+    def keep(self, entity_type: str, entity: dict) -> bool:
+        if entity_type == "observations" and entity["redacted"]:
+            self.redacted.add(entity["id"])
+            if not self.include_redacted:
+                return False
+        if (
+            entity_type == "pins"
+            and not self.include_redacted
+            and entity["targetType"] == "observation"
+            and entity["targetId"] in self.redacted
+        ):
+            return False
+        return _matches(entity_type, entity, self.scope)
+
+
+def _peek(entity_type: str, path: str, data: bytes) -> dict:
+    """Parse and validate a file in the first pass, checking it sits where its id belongs."""
+    entity = Store.parse(entity_type, path, data)
+    name = os.path.basename(path)[: -len(".json")]
+    if entity["id"] != name or os.path.basename(os.path.dirname(path)) != fanout(name):
+        raise CorruptFileError(path, f"holds id {entity['id']!r}, which belongs elsewhere")
+    return entity
+
+
+def _sorted_keys(
+    store: Store, entity_type: str, keep: _Filter, problems: list[Problem]
+) -> list[tuple[int, str, str]]:
+    keys = []
+    for found in store.walk(entity_type):
+        try:
+            with open(found.path, "rb") as fh:
+                data = fh.read()
+            entity = _peek(entity_type, found.path, data)
+        except FileNotFoundError:
+            continue  # removed since the walk saw it (unpin)
+        except OSError as exc:
+            problems.append(Problem(found.path, f"unreadable ({exc.strerror})"))
+            continue
+        except CorruptFileError as exc:
+            problems.append(Problem(exc.path, exc.reason))
+            continue
+        if keep.keep(entity_type, entity):
+            keys.append((entity_time(entity_type, entity), entity["id"], found.path))
+    keys.sort()
+    return keys
+
+
+def _write_entities(
+    out: BinaryIO,
+    store: Store,
+    entity_type: str,
+    keys: list[tuple[int, str, str]],
+    keep: _Filter,
+    problems: list[Problem],
+) -> int:
+    """The second pass for one type: re-read in order and write; returns how many were written."""
+    out.write(f'    "{entity_type}": ['.encode())
+    written = 0
+    for _, _, path in keys:
+        try:
+            entity, _ = store.load_path(entity_type, path)
+        except CorruptFileError as exc:
+            if os.path.exists(path):
+                problems.append(Problem(exc.path, exc.reason))
+            continue
+        # Re-checked: the file may have changed (forgotten, say) since the first pass.
+        if not keep.keep(entity_type, entity):
+            continue
+        out.write(b"\n      " if written == 0 else b",\n      ")
+        out.write(canonical.encode_compact(entity))
+        written += 1
+    out.write(b"\n    ]" if written else b"]")
+    return written
+
+
+def export_bundle(
+    store: Store,
+    out: BinaryIO,
+    *,
+    scope: dict | None = None,
+    include_redacted: bool = False,
+    exported_at: int | None = None,
+) -> ExportReport:
+    """Write a bundle of `store` to the binary stream `out`; byte-identical for the same store."""
+    scope = dict(scope or {})
+    errors = scope_errors(scope, "scope")
+    if errors:
+        raise ValidationError("; ".join(errors))
+    stamp = now_ms() if exported_at is None else exported_at
+    keep = _Filter(scope, include_redacted)
+    problems: list[Problem] = []
+    counts: dict[str, int] = {}
+
+    head = f'{{\n  "bundleVersion": "{BUNDLE_VERSION}",\n  "exportedAt": {stamp},\n'
+    head += f'  "dataset": {{\n    "version": "{DATASET_VERSION}",\n    "exportedAt": {stamp},\n'
+    out.write(head.encode())
+    if scope:
+        out.write(b'    "scope": ' + canonical.encode_compact(scope) + b",\n")
+    for n, etype in enumerate(ENTITY_TYPES):
+        # Keys for one type at a time; observations go first, so every redacted id is known
+        # before the pins that may point at them are filtered.
+        keys = _sorted_keys(store, etype, keep, problems)
+        counts[etype] = _write_entities(out, store, etype, keys, keep, problems)
+        del keys
+        out.write(b",\n" if n < len(ENTITY_TYPES) - 1 else b"\n")
+    metadata = canonical.encode_compact(DESCRIPTION).decode()
+    out.write(
+        (
+            f'  }},\n  "metadata": {{\n    "description": {metadata},\n'
+            f'    "exportedAt": "{iso_utc(stamp)}"\n  }}\n}}\n'
+        ).encode()
+    )
+    out.flush()
+    problems.sort()
+    return ExportReport(stamp, counts, problems)
+
+
+def export_to_path(store: Store, path: str | os.PathLike, **options) -> ExportReport:
+    """Export into a file atomically: a temp file beside it, fsync, then rename over it."""
+    target = Path(path)
+    tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+    try:
+        with open(tmp, "xb") as fh:
+            report = export_bundle(store, fh, **options)
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return report
+
+
+def describe(report: ExportReport) -> str:
+    """One line for people: `Exported 3 observations, 1 capsule, 0 summaries and 1 pin.`"""
+    parts = []
+    for etype in ENTITY_TYPES:
+        n = report.counts.get(etype, 0)
+        parts.append(f"{n} {etype if n != 1 else SINGULAR[etype]}")
+    return f"Exported {', '.join(parts[:-1])} and {parts[-1]}."

@@ -1,0 +1,319 @@
+"""Read an export bundle into a store: everything checked first, then written in one pass.
+
+Per entity id: absent here -> added; identical -> unchanged; different -> a field-level merge
+with no common ancestor (`kindling.merge`): a clean merge is written ("merged"), a real conflict
+keeps the local file (`--on-conflict keep`), takes the bundle's values for the conflicting fields
+(`theirs`), or stops the import before anything is written (`fail`). Whatever the option, a
+locally forgotten observation stays redacted, and a tombstone in the bundle redacts the local
+observation. Secrets are masked on the way in, as on capture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from kindling import canonical
+from kindling.bundle import Dataset, entity_label, parse_bundle
+from kindling.errors import CorruptFileError, KindlingError, ValidationError
+from kindling.masking import mask_json, mask_text
+from kindling.merge import merge_entity
+from kindling.model import ENTITY_TYPES, REDACTED_CONTENT, SINGULAR, entity_errors
+from kindling.store import Store
+
+ON_CONFLICT = ("keep", "theirs", "fail")
+OUTCOMES = ("added", "unchanged", "merged", "redacted", "conflicts", "skipped")
+MAX_LISTED_CONFLICTS = 20
+
+
+class Decision(NamedTuple):
+    """What an import does with one bundle entity, and what it expected to find locally."""
+
+    entity_type: str
+    theirs: dict
+    outcome: str  # one of OUTCOMES
+    write: dict | None = None
+    expect: bytes | None = None
+    fields: tuple[str, ...] = ()
+    reason: str = ""
+    masked: int = 0
+
+    @property
+    def entity_id(self) -> str:
+        return self.theirs["id"]
+
+
+# ---------------------------------------------------------------- preparing bundle entities
+
+
+def _masked(entity_type: str, entity: dict) -> tuple[dict, int]:
+    """The entity as capture would store it: secrets masked, tombstones emptied."""
+    out = dict(entity)
+    count = 0
+    if entity_type == "observations":
+        if out["redacted"]:
+            out["provenance"] = {}
+            return out, 0
+        out["content"], n = mask_text(out["content"])
+        out["provenance"], m = mask_json(out["provenance"])
+        count = n + m
+    elif entity_type == "capsules":
+        out["intent"], count = mask_text(out["intent"])
+    elif entity_type == "summaries":
+        out["content"], count = mask_text(out["content"])
+    elif entity_type == "pins" and isinstance(out["reason"], str):
+        out["reason"], count = mask_text(out["reason"])
+    return out, count
+
+
+def prepare(dataset: Dataset) -> list[tuple[str, dict, int]]:
+    """Every bundle entity masked and re-checked, as (type, entity, secrets masked)."""
+    prepared = []
+    errors = []
+    for etype in ENTITY_TYPES:
+        for i, raw in enumerate(dataset.entities[etype]):
+            entity, count = _masked(etype, raw)
+            problems = entity_errors(etype, entity) if count else []
+            if problems:
+                errors.append(f"{entity_label(etype, i, raw)} after masking: {'; '.join(problems)}")
+            prepared.append((etype, entity, count))
+    if errors:
+        raise ValidationError("invalid bundle; nothing was imported:\n  " + "\n  ".join(errors))
+    return prepared
+
+
+# ---------------------------------------------------------------- deciding, one entity at a time
+
+
+def _redact(observation: dict) -> dict:
+    return {**observation, "content": REDACTED_CONTENT, "provenance": {}, "redacted": True}
+
+
+def decide(
+    entity_type: str,
+    theirs: dict,
+    path: Path,
+    local: bytes | None,
+    on_conflict: str,
+    masked: int = 0,
+) -> Decision:
+    """What to do with `theirs` given the local file's bytes (None when there is none)."""
+    if local is None:
+        return Decision(entity_type, theirs, "added", theirs, None, masked=masked)
+    if canonical.encode(theirs) == local:
+        return Decision(entity_type, theirs, "unchanged", expect=local)
+    try:
+        ours = Store.parse(entity_type, path, local)
+    except CorruptFileError as exc:
+        reason = f"the local file is unreadable ({exc.reason}); left as it is"
+        return Decision(entity_type, theirs, "skipped", expect=local, reason=reason)
+    if ours == theirs:
+        return Decision(entity_type, theirs, "unchanged", expect=local)
+    if entity_type == "observations":
+        if ours["redacted"] and not theirs["redacted"]:
+            reason = "forgotten here; stays redacted"
+            return Decision(entity_type, theirs, "skipped", expect=local, reason=reason)
+        if theirs["redacted"] and not ours["redacted"]:
+            return Decision(entity_type, theirs, "redacted", _redact(ours), local)
+
+    clean = merge_entity(entity_type, None, ours, theirs)
+    if clean.merged is not None:
+        if clean.merged == ours:
+            return Decision(entity_type, theirs, "unchanged", expect=local)
+        return Decision(entity_type, theirs, "merged", clean.merged, local, masked=masked)
+    fields = tuple(clean.conflicts)
+    if on_conflict == "theirs":
+        # With the local entity as the base, every field the bundle changed is taken from it,
+        # while the merge's one-way rules (redacted stays, closed stays, lists only grow) hold.
+        taken = merge_entity(entity_type, ours, ours, theirs)
+        if taken.merged is not None:
+            return Decision(
+                entity_type, theirs, "conflicts", taken.merged, local, fields, "bundle", masked
+            )
+    return Decision(entity_type, theirs, "conflicts", None, local, fields, "local")
+
+
+def _read_local(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def plan_import(store: Store, dataset: Dataset, *, on_conflict: str = "keep") -> list[Decision]:
+    """Decide every bundle entity against the store, writing nothing."""
+    if on_conflict not in ON_CONFLICT:
+        raise ValidationError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}")
+    decisions = []
+    for etype, entity, masked in prepare(dataset):
+        path = store.path_for(etype, entity["id"])
+        try:
+            local = _read_local(path)
+        except OSError as exc:
+            reason = f"the local file is unreadable ({exc.strerror}); left as it is"
+            decisions.append(Decision(etype, entity, "skipped", reason=reason))
+            continue
+        decisions.append(decide(etype, entity, path, local, on_conflict, masked))
+    if on_conflict == "fail":
+        conflicts = [d for d in decisions if d.outcome == "conflicts"]
+        if conflicts:
+            listed = "\n  ".join(_conflict_line(d) for d in conflicts[:MAX_LISTED_CONFLICTS])
+            more = len(conflicts) - MAX_LISTED_CONFLICTS
+            tail = f"\n  ... and {more} more" if more > 0 else ""
+            noun = "conflict" if len(conflicts) == 1 else "conflicts"
+            raise KindlingError(
+                f"{len(conflicts)} {noun} with local entities (--on-conflict fail); "
+                f"nothing was imported:\n  {listed}{tail}"
+            )
+    return decisions
+
+
+# ---------------------------------------------------------------- writing
+
+
+def apply_plan(
+    store: Store,
+    decisions: list[Decision],
+    *,
+    on_conflict: str = "keep",
+    progress: Callable[[int], None] | None = None,
+) -> list[Decision]:
+    """Write what the plan decided (non-durably, then one sync); returns the final decisions.
+
+    An entity whose local file changed since it was planned is decided again under its lock.
+    """
+    # Too late to stop now: a conflict that appears while writing keeps the local file.
+    late_policy = "keep" if on_conflict == "fail" else on_conflict
+    final = []
+    for d in decisions:
+        if d.write is None:
+            final.append(d)
+            continue
+        path = store.path_for(d.entity_type, d.entity_id)
+        if d.expect is None and not path.exists():
+            store.write(d.entity_type, d.write, durable=False)
+        else:
+            with store.locked(d.entity_type, d.entity_id):
+                current = _read_local(path)
+                if current != d.expect:
+                    d = decide(d.entity_type, d.theirs, path, current, late_policy, d.masked)
+                if d.write is not None:
+                    store.write(d.entity_type, d.write, durable=False)
+        final.append(d)
+        if progress is not None:
+            progress(1)
+    store.sync_to_disk()
+    return final
+
+
+# ---------------------------------------------------------------- the report
+
+
+def _conflict_line(d: Decision) -> str:
+    return f"{SINGULAR[d.entity_type]} {d.entity_id}: {', '.join(d.fields) or 'differs'}"
+
+
+class ImportReport(NamedTuple):
+    """Counts per type and outcome, the conflicting and skipped ids, and secrets masked."""
+
+    counts: dict[str, dict[str, int]]
+    conflicts: list[dict[str, Any]]
+    skipped: list[dict[str, str]]
+    masked: int
+    written: int
+    dry_run: bool
+    on_conflict: str
+
+    @classmethod
+    def from_decisions(
+        cls, decisions: list[Decision], *, dry_run: bool, on_conflict: str
+    ) -> ImportReport:
+        counts = {etype: dict.fromkeys(OUTCOMES, 0) for etype in ENTITY_TYPES}
+        conflicts, skipped = [], []
+        masked = written = 0
+        for d in decisions:
+            counts[d.entity_type][d.outcome] += 1
+            if d.write is not None:
+                written += 1
+                masked += d.masked
+            if d.outcome == "conflicts":
+                conflicts.append(
+                    {
+                        "type": SINGULAR[d.entity_type],
+                        "id": d.entity_id,
+                        "fields": list(d.fields),
+                        "kept": d.reason,
+                    }
+                )
+            elif d.outcome == "skipped":
+                skipped.append(
+                    {"type": SINGULAR[d.entity_type], "id": d.entity_id, "reason": d.reason}
+                )
+        return cls(counts, conflicts, skipped, masked, written, dry_run, on_conflict)
+
+    def as_json(self) -> dict[str, Any]:
+        """The report as `kindling import --json` prints it."""
+        return {
+            "dryRun": self.dry_run,
+            "onConflict": self.on_conflict,
+            "counts": self.counts,
+            "written": self.written,
+            "masked": self.masked,
+            "conflicts": self.conflicts,
+            "skipped": self.skipped,
+        }
+
+    def lines(self) -> list[str]:
+        """The report for people: a table of counts, then conflicts and skipped entities."""
+        head = "Dry run: nothing was written." if self.dry_run else "Import finished."
+        out = [head, ""]
+        width = max(len(t) for t in ENTITY_TYPES)
+        out.append(" " * width + "".join(f"  {o:>9}" for o in OUTCOMES))
+        for etype in ENTITY_TYPES:
+            row = self.counts[etype]
+            out.append(etype.ljust(width) + "".join(f"  {row[o]:>9}" for o in OUTCOMES))
+        if self.conflicts:
+            kept = {"local": "local copy kept", "bundle": "bundle's values taken"}
+            out += ["", "Conflicts:"]
+            for c in self.conflicts:
+                fields = ", ".join(c["fields"]) or "differs"
+                out.append(f"  {c['type']} {c['id']}: {fields} ({kept[c['kept']]})")
+        if self.skipped:
+            out += ["", "Skipped:"]
+            out += [f"  {s['type']} {s['id']}: {s['reason']}" for s in self.skipped]
+        verb = "would be" if self.dry_run else "were"
+        if self.masked:
+            s = "s" if self.masked != 1 else ""
+            out += ["", f"{self.masked} secret{s} {verb} masked on the way in."]
+        return out
+
+
+# ---------------------------------------------------------------- the whole import
+
+
+def import_bundle(
+    memory,
+    source: bytes | Dataset,
+    *,
+    on_conflict: str = "keep",
+    dry_run: bool = False,
+    progress: Callable[[int], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> ImportReport:
+    """Import a bundle (bytes or a parsed Dataset) into a `kindling.Memory`; index synced once.
+
+    `on_start` hears how many files will be written, `progress` each one as it is written.
+    """
+    dataset = source if isinstance(source, Dataset) else parse_bundle(source)
+    decisions = plan_import(memory.store, dataset, on_conflict=on_conflict)
+    to_write = sum(1 for d in decisions if d.write is not None)
+    if not dry_run and to_write:
+        if on_start is not None:
+            on_start(to_write)
+        decisions = apply_plan(
+            memory.store, decisions, on_conflict=on_conflict, progress=progress
+        )
+        memory.fresh()
+    return ImportReport.from_decisions(decisions, dry_run=dry_run, on_conflict=on_conflict)
+
