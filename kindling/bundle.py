@@ -49,6 +49,9 @@ def entity_label(entity_type: str, index: int, entity: object) -> str:
     ident = entity.get("id") if isinstance(entity, dict) else None
     if is_valid_id(ident):
         label += f" (id {ident})"
+    elif isinstance(ident, str):
+        shown = repr(ident) if len(ident) <= 60 else repr(ident[:57] + "...")
+        label += f" (id {shown})"
     return label
 
 

@@ -282,10 +282,10 @@ class ImportReport(NamedTuple):
         if self.skipped:
             out += ["", "Skipped:"]
             out += [f"  {s['type']} {s['id']}: {s['reason']}" for s in self.skipped]
-        verb = "would be" if self.dry_run else "were"
         if self.masked:
-            s = "s" if self.masked != 1 else ""
-            out += ["", f"{self.masked} secret{s} {verb} masked on the way in."]
+            n = self.masked
+            verb = "would be" if self.dry_run else ("was" if n == 1 else "were")
+            out += ["", f"{n} secret{'s' if n != 1 else ''} {verb} masked on the way in."]
         return out
 
 
