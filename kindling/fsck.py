@@ -312,4 +312,56 @@ def fsck(
 
 def index_problems(store: Store, *, fix: bool = False) -> list[Problem]:
     """Ways the derived index disagrees with the files (none when there is no index yet)."""
-    return []
+    import sqlite3
+
+    from kindling.index import Index
+
+    if not store.index_path.exists():
+        return []  # built from the files on first use; nothing to disagree yet
+    rel = _index_rel(store)
+    index = None
+    try:
+        index = Index(store)
+        found = [Problem(_display_rel(store, p.path), "index", p.reason) for p in index.verify()]
+        if found and fix:
+            index.rebuild()
+            left = index.verify()
+            for problem in found:
+                problem.fixed = None if left else "index rebuilt from the files"
+            found.extend(
+                Problem(_display_rel(store, p.path), "index", f"{p.reason} (after a rebuild)")
+                for p in left
+            )
+        return found
+    except (sqlite3.Error, OSError) as exc:
+        problem = Problem(rel, "index", f"index cannot be read: {exc}")
+        if fix:
+            try:
+                if index is not None:
+                    index.close()
+                    index = None
+                for suffix in ("", "-wal", "-shm"):
+                    Path(f"{store.index_path}{suffix}").unlink(missing_ok=True)
+                Index(store).close()
+                problem.fixed = "index rebuilt from the files"
+            except (sqlite3.Error, OSError) as again:
+                problem.reason += f"; rebuilding failed too: {again}"
+        return [problem]
+    finally:
+        if index is not None:
+            index.close()
+
+
+def _index_rel(store: Store) -> str:
+    try:
+        return display(store.index_path.relative_to(store.root).as_posix())
+    except ValueError:
+        return display(store.index_path)
+
+
+def _display_rel(store: Store, path: str) -> str:
+    """A path the index reports, relative to the store when it lies inside it."""
+    try:
+        return display(Path(path).relative_to(store.root).as_posix())
+    except ValueError:
+        return display(path)
