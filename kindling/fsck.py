@@ -312,12 +312,12 @@ def fsck(
 
 def index_problems(store: Store, *, fix: bool = False) -> list[Problem]:
     """Ways the derived index disagrees with the files (none when there is no index yet)."""
+    if not store.index_path.exists():
+        return []  # built from the files on first use; nothing to disagree yet
     import sqlite3
 
     from kindling.index import Index
 
-    if not store.index_path.exists():
-        return []  # built from the files on first use; nothing to disagree yet
     rel = _index_rel(store)
     index = None
     try:
