@@ -30,6 +30,10 @@ COMMANDS = {
     "merge-driver": "git:merge_driver_cmd",
     "resolve": "git:resolve_cmd",
     "git-setup": "git:git_setup_cmd",
+    "demo": "agents:demo_cmd",
+    "browse": "agents:browse_cmd",
+    "mcp": "agents:mcp_cmd",
+    "hook": "agents:hook_cmd",
 }
 
 

@@ -1,0 +1,110 @@
+"""Commands where people and agents meet the memory: demo, browse, mcp, hook."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kindling.cli.common import notice, open_memory
+
+
+@click.command("demo")
+@click.argument("query", required=False)
+def demo_cmd(query: str | None) -> None:
+    """Copy the bundled example store to a temp dir, search it, and show what to try next.
+
+    \b
+    Example:
+      kindling demo
+      kindling demo "rate limiter"
+    """
+    from kindling import demo
+    from kindling.cli import cli
+    from kindling.memory import Memory
+
+    store = demo.copy_example()
+    query = query or demo.DEMO_QUERY
+    click.echo(f"Copied the example store (a JWT expiry bug, debugged in one session) to {store}")
+    click.echo(f'\n$ kindling search "{query}"\n')
+    sys.stdout.flush()
+    cli.main(["--store", str(store), "search", query], prog_name="kindling", standalone_mode=False)
+    with Memory(store) as memory:
+        pins = memory.list("pins", limit=1)
+    pinned = pins[0]["targetId"] if pins else None
+    click.echo("\nNext, try:")
+    for line in demo.next_steps(store, pinned):
+        click.echo(f"  {line}")
+
+
+@click.command("browse")
+@click.option(
+    "--output", "-o", metavar="FILE", type=click.Path(dir_okay=False),
+    help="Write the page here (default: a new temporary file).",
+)
+@click.option(
+    "--open/--no-open", "open_", default=None,
+    help="Open the page in a browser (default: only in a terminal with a graphical browser).",
+)
+@click.pass_context
+def browse_cmd(ctx: click.Context, output: str | None, open_: bool | None) -> None:
+    """Write the store as one self-contained offline HTML page; prints its path.
+
+    \b
+    Example:
+      kindling browse
+      kindling browse --output memory.html --no-open
+    """
+    from kindling.browse import open_in_browser, write_page
+
+    with open_memory(ctx) as memory:
+        path = write_page(memory, output)
+    click.echo(str(path))
+    wanted = open_ if open_ is not None else sys.stdout.isatty()
+    if wanted and not open_in_browser(path) and open_:
+        notice("No graphical browser found; open the file above yourself.")
+
+
+@click.command("mcp")
+@click.pass_context
+def mcp_cmd(ctx: click.Context) -> None:
+    """Serve the store to MCP clients over stdio (needs kindling[mcp]).
+
+    Tools: search, log, pin, forget, capsule_open, capsule_close, show.
+
+    \b
+    Example:
+      claude mcp add kindling -- kindling mcp
+      kindling --store .kindling mcp
+    """
+    from kindling.mcp_server import serve
+
+    serve(ctx.find_root().obj["store"])
+
+
+@click.command("hook")
+@click.argument("event", metavar="EVENT")
+@click.pass_context
+def hook_cmd(ctx: click.Context, event: str) -> None:
+    """Record a Claude Code hook EVENT from the JSON on stdin; never fails the agent.
+
+    EVENT is SessionStart, UserPromptSubmit, PostToolUse, PostToolUseFailure, Stop,
+    PreCompact or SessionEnd. SessionStart prints the context block as hook JSON.
+    Problems are one line on stderr, exit status 0, and nothing recorded.
+
+    \b
+    Example:
+      kindling init --claude-code      # writes these hooks into .claude/settings.json
+      echo '{"session_id":"s1","cwd":"'"$PWD"'","prompt":"hi"}' | kindling hook UserPromptSubmit
+    """
+    from kindling.hooks import HookResult, run_hook
+
+    try:
+        data = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
+        result = run_hook(event, data, store=ctx.find_root().obj["store"])
+    except Exception as exc:  # noqa: BLE001 - a hook must never break the agent
+        result = HookResult(message=f"kindling hook {event}: {exc}; nothing recorded")
+    if result.stdout:
+        click.echo(result.stdout)
+    if result.message:
+        notice(result.message)
