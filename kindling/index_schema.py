@@ -1,0 +1,222 @@
+"""The index's SQLite schema, the records it hands out, and how an entity becomes a row.
+
+The index is a cache: when SCHEMA_VERSION changes, the old tables are dropped and rebuilt from
+the files, so there are no migrations.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from kindling import canonical
+from kindling.model import ENTITY_TYPES
+from kindling.store import fanout
+
+
+class Problem(NamedTuple):
+    """A file under objects/ that does not parse or is not a valid entity; left untouched."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class SyncReport:
+    """What a sync or rebuild changed in the index, and the problem files it met."""
+
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    problems: list[Problem] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "removed": self.removed,
+            "unchanged": self.unchanged,
+            "problems": [{"path": p.path, "reason": p.reason} for p in self.problems],
+        }
+
+
+class Indexed(NamedTuple):
+    """An entity found in the index, with the path of the file it came from."""
+
+    entity_type: str
+    entity: dict
+    path: str
+
+
+class FileRead(NamedTuple):
+    """One entity file as read during a sync: stat data taken before the read, then its bytes."""
+
+    rel: str
+    entity_type: str
+    stat: tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
+    racy: int
+    hash: str
+    data: bytes
+    entity: dict | None  # parsed lazily: None until needed, or when the file is a problem
+    problem: str | None
+
+
+# Bump on any change to the tables below; an index with another PRAGMA user_version is rebuilt.
+SCHEMA_VERSION = 3
+
+# A file (or folder) whose mtime or ctime is this close to the moment its stat data was taken
+# may change again within the same timestamp tick without its stat data changing, so it is
+# re-read (hash compared) by the next sync until it is older than this: git's "racy" rule.
+# Two seconds covers the coarsest common timestamp granularity (FAT, some network mounts).
+RACY_NS = 2_000_000_000
+
+# Seconds a connection waits for another process's write transaction before giving up.
+BUSY_TIMEOUT_S = 60.0
+
+TABLES = """
+CREATE TABLE files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,       -- relative to objects/, '/'-separated
+    type TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    ctime_ns INTEGER NOT NULL,
+    ino INTEGER NOT NULL,
+    racy INTEGER NOT NULL,           -- stat taken too close to the file's change to be trusted
+    hash TEXT NOT NULL,
+    problem TEXT                     -- why the file is not an entity, NULL when it is one
+);
+CREATE TABLE entities (
+    rowid INTEGER PRIMARY KEY,       -- = files.id
+    type TEXT NOT NULL,
+    id TEXT NOT NULL,
+    time INTEGER NOT NULL,           -- ts, openedAt or createdAt
+    kind TEXT,
+    status TEXT,
+    redacted INTEGER NOT NULL,
+    session TEXT,
+    repo TEXT,
+    agent TEXT,
+    user TEXT,
+    task TEXT,
+    closed_at INTEGER,
+    summary_id TEXT,
+    target_type TEXT,
+    target_id TEXT,
+    expires_at INTEGER,
+    shadowed INTEGER NOT NULL DEFAULT 0,   -- another file holds the same id and wins
+    json BLOB NOT NULL
+);
+CREATE TABLE dirs (
+    path TEXT PRIMARY KEY,           -- a type folder or a fan-out folder, relative to objects/
+    mtime_ns INTEGER NOT NULL,
+    racy INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE VIRTUAL TABLE fts USING fts5(body, tokenize = 'porter unicode61');
+"""
+
+# Created after a bulk load, which is faster than keeping them current row by row.
+INDEXES = """
+CREATE INDEX entities_by_id ON entities(id, type);
+CREATE INDEX entities_by_time ON entities(type, time DESC, id);
+CREATE INDEX files_with_problems ON files(path) WHERE problem IS NOT NULL;
+"""
+
+SCOPE_COLUMNS = {
+    "sessionId": "session",
+    "repoId": "repo",
+    "agentId": "agent",
+    "userId": "user",
+    "taskId": "task",
+}
+
+ENTITY_COLUMNS = (
+    "rowid, type, id, time, kind, status, redacted, session, repo, agent, user, task, "
+    "closed_at, summary_id, target_type, target_id, expires_at, json"
+)
+INSERT_ENTITY = f"INSERT OR REPLACE INTO entities({ENTITY_COLUMNS}) VALUES ({', '.join('?' * 18)})"
+
+# SQL that sorts entity types in the order a walk visits them.
+TYPE_ORDER = (
+    "CASE type " + " ".join(f"WHEN '{t}' THEN {i}" for i, t in enumerate(ENTITY_TYPES)) + " END"
+)
+
+
+def entity_row(rowid: int, entity_type: str, entity: dict) -> tuple[Any, ...]:
+    """The entities row for a valid entity."""
+    scope = entity["scopeIds"]
+    if entity_type == "observations":
+        time, kind = entity["ts"], entity["kind"]
+    elif entity_type == "summaries":
+        time, kind = entity["ts"], None
+    elif entity_type == "capsules":
+        time, kind = entity["openedAt"], None
+    else:
+        time, kind = entity["createdAt"], None
+    return (
+        rowid,
+        entity_type,
+        entity["id"],
+        time,
+        kind,
+        entity.get("status"),
+        1 if entity.get("redacted") else 0,
+        scope.get("sessionId"),
+        scope.get("repoId"),
+        scope.get("agentId"),
+        scope.get("userId"),
+        scope.get("taskId"),
+        entity.get("closedAt"),
+        entity.get("summaryId"),
+        entity.get("targetType"),
+        entity.get("targetId"),
+        entity.get("expiresAt"),
+        canonical.encode_compact(entity),
+    )
+
+
+def searchable_text(entity_type: str, entity: dict) -> str | None:
+    """The text full-text search sees: observation and summary content; redacted text never."""
+    if entity_type == "summaries":
+        return entity["content"]
+    if entity_type == "observations" and not entity["redacted"]:
+        return entity["content"]
+    return None
+
+
+def create(conn: sqlite3.Connection) -> None:
+    """Drop whatever tables exist and create the current schema, in the caller's transaction."""
+    drop_all(conn)
+    for statement in TABLES.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def create_indexes(conn: sqlite3.Connection) -> None:
+    for statement in INDEXES.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def drop_all(conn: sqlite3.Connection) -> None:
+    """Drop every table (virtual tables first, so their shadow tables go with them)."""
+    rows = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+    ).fetchall()
+    virtual = [name for name, sql in rows if (sql or "").upper().startswith("CREATE VIRTUAL")]
+    for name in virtual:
+        conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+    for name, _ in rows:
+        if name not in virtual:
+            conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+
+
+def canonical_rel(entity_type: str, entity_id: str) -> str:
+    """Where an id's file belongs, relative to objects/."""
+    return f"{entity_type}/{fanout(entity_id)}/{entity_id}.json"
