@@ -31,17 +31,18 @@ def _sdk():
     try:
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
-        from pydantic import Field
+        from pydantic import ConfigDict, Field, with_config
         from typing_extensions import TypedDict
     except ImportError:
         raise KindlingError(INSTALL_HINT) from None
-    return MCPServer, ToolError, Field, TypedDict
+    return MCPServer, ToolError, Field, TypedDict, ConfigDict, with_config
 
 
 def build_server(memory):
     """An MCPServer whose tools call `memory` (a kindling.Memory)."""
-    MCPServer, ToolError, Field, TypedDict = _sdk()
+    MCPServer, ToolError, Field, TypedDict, ConfigDict, with_config = _sdk()
 
+    @with_config(ConfigDict(extra="forbid"))
     class ScopeIds(TypedDict, total=False):
         """Scope of an entity: any of the five ids."""
 
@@ -165,6 +166,5 @@ def serve(store: str | None = None) -> None:
     """Run the server on stdin/stdout until the client disconnects."""
     from kindling.memory import Memory
 
-    _sdk()  # fail with the install hint before touching the store
-    with Memory(store) as memory:
+    with Memory(store) as memory:  # a missing store is reported before the slow SDK import
         build_server(memory).run("stdio")
