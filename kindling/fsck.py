@@ -322,6 +322,9 @@ def index_problems(store: Store, *, fix: bool = False) -> list[Problem]:
     index = None
     try:
         index = Index(store)
+        # A stale index is routine (a checkout, a merge): every read syncs it, so does fsck.
+        # What a sync leaves wrong is damage.
+        index.sync()
         found = [Problem(_display_rel(store, p.path), "index", p.reason) for p in index.verify()]
         if found and fix:
             index.rebuild()
