@@ -39,6 +39,7 @@ MAX_CONTEXT_CHARS = 8_000
 CONTEXT_RECENT = 12
 
 FILE_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
+OWN_MCP_TOOLS = "mcp__kindling__"
 
 
 class Capture(NamedTuple):
@@ -223,6 +224,8 @@ def capture(event: str, payload: dict) -> Capture | None:
     tool = payload.get("tool_name")
     if not isinstance(tool, str) or not tool:
         raise KindlingError(f"{event} payload has no tool_name")
+    if tool.startswith(OWN_MCP_TOOLS):
+        return None  # Kindling's own MCP tools already are memory operations
     tool_input = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
     prov: dict[str, Any] = {**base, "tool": tool}
     if isinstance(payload.get("tool_use_id"), str):

@@ -162,6 +162,9 @@ def test_long_output_is_cut_with_a_visible_notice(tmp_path):
 
 
 def test_events_that_record_nothing(tmp_path):
+    own = payload("PostToolUse", tmp_path, tool_name="mcp__kindling__log",
+                  tool_input={"content": "x"}, tool_response={"id": "abc"})
+    assert capture("PostToolUse", own) is None
     assert capture("Stop", payload("Stop", tmp_path, stop_hook_active=False)) is None
     assert capture("UserPromptSubmit", payload("UserPromptSubmit", tmp_path, prompt="  ")) is None
     assert capture("SessionEnd", payload("SessionEnd", tmp_path, reason="other")) is None
