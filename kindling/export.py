@@ -87,14 +87,22 @@ def _peek(entity_type: str, path: str, data: bytes) -> dict:
     return entity
 
 
+def _read(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
 def _sorted_keys(
     store: Store, entity_type: str, keep: _Filter, problems: list[Problem]
-) -> list[tuple[int, str, str]]:
+) -> list[tuple[int, str, int]]:
+    """The first pass for one type: (sort key, id, hash of the bytes) of each kept file.
+
+    Paths are not kept: `_peek` checked that each file sits where its id says.
+    """
     keys = []
     for found in store.walk(entity_type):
         try:
-            with open(found.path, "rb") as fh:
-                data = fh.read()
+            data = _read(found.path)
             entity = _peek(entity_type, found.path, data)
         except FileNotFoundError:
             continue  # removed since the walk saw it (unpin)
@@ -105,7 +113,7 @@ def _sorted_keys(
             problems.append(Problem(exc.path, exc.reason))
             continue
         if keep.keep(entity_type, entity):
-            keys.append((entity_time(entity_type, entity), entity["id"], found.path))
+            keys.append((entity_time(entity_type, entity), entity["id"], hash(data)))
     keys.sort()
     return keys
 
@@ -114,22 +122,32 @@ def _write_entities(
     out: BinaryIO,
     store: Store,
     entity_type: str,
-    keys: list[tuple[int, str, str]],
+    keys: list[tuple[int, str, int]],
     keep: _Filter,
     problems: list[Problem],
 ) -> int:
     """The second pass for one type: re-read in order and write; returns how many were written."""
     out.write(f'    "{entity_type}": ['.encode())
     written = 0
-    for _, _, path in keys:
+    folder = os.path.join(store.objects, entity_type)
+    for _, entity_id, checked in keys:
+        path = os.path.join(folder, fanout(entity_id), entity_id + ".json")
         try:
-            entity, _ = store.load_path(entity_type, path)
-        except CorruptFileError as exc:
-            if os.path.exists(path):
-                problems.append(Problem(exc.path, exc.reason))
+            data = _read(path)
+            if hash(data) == checked:
+                entity = canonical.decode(data)  # the very bytes the first pass validated
+            else:
+                # Changed since the first pass (forgotten, say): check it all again.
+                entity = _peek(entity_type, path, data)
+                if not keep.keep(entity_type, entity):
+                    continue
+        except FileNotFoundError:
             continue
-        # Re-checked: the file may have changed (forgotten, say) since the first pass.
-        if not keep.keep(entity_type, entity):
+        except OSError as exc:
+            problems.append(Problem(path, f"unreadable ({exc.strerror})"))
+            continue
+        except CorruptFileError as exc:
+            problems.append(Problem(exc.path, exc.reason))
             continue
         out.write(b"\n      " if written == 0 else b",\n      ")
         out.write(canonical.encode_compact(entity))
