@@ -240,3 +240,17 @@ def test_clicking_an_entity_shows_its_json(loaded):
     shown = json.loads(_text(driver, "detail-json"))
     assert shown["content"] == "exp is in seconds"
     assert _text(driver, "detail-title").startswith("summary sum_")
+
+
+def test_unreadable_files_are_listed_not_fatal(memory, run, store_dir, tmp_path):
+    _fill(memory)
+    bad = store_dir / "objects" / "observations" / "ab" / "not-an-entity.json"
+    bad.parent.mkdir(parents=True, exist_ok=True)
+    bad.write_text("{broken")
+    out = tmp_path / "p.html"
+    assert run("browse", "-o", str(out), "--no-open").exit_code == 0
+    html = out.read_text(encoding="utf-8")
+    data = json.loads(re.search(r'<script type="application/json"[^>]*>(.*?)</script>', html,
+                                re.S).group(1))
+    assert [p["path"] for p in data["problems"]] == [str(bad)]
+    assert len(data["observations"]) == 5
