@@ -221,3 +221,48 @@ def test_strange_entries_are_reported_not_followed(tmp_path, name):
     result = run_fsck(root)
     assert result.exit_code == 1
     assert expected in result.output
+
+
+def test_index_damage_is_found_and_rebuilt(store_dir):
+    import sqlite3
+
+    from kindling.index import Index
+
+    store = Store.open(store_dir)
+    entity = {
+        "id": "obs-1",
+        "kind": "error",
+        "content": "token expired",
+        "provenance": {},
+        "ts": 1750416064123,
+        "scopeIds": {},
+        "redacted": False,
+    }
+    path, _ = store.write("observations", entity)
+    past = time.time() - 600  # old enough that the index trusts the stat data
+    os.utime(path, (past, past))
+    Index(store).close()
+    assert run_fsck(store_dir).exit_code == 0
+
+    # A row that disagrees with its file while the stat data still matches: a sync keeps it.
+    conn = sqlite3.connect(store.index_path)
+    with conn:
+        conn.execute("UPDATE entities SET json = ? WHERE id = 'obs-1'", (b'{"id": "obs-1"}',))
+    conn.close()
+    result = run_fsck(store_dir)
+    assert result.exit_code == 1
+    assert "index: the index holds a different entity for this file" in result.output
+
+    fixed = run_fsck(store_dir, "--fix")
+    assert fixed.exit_code == 0, fixed.output
+    assert "[fixed: index rebuilt from the files]" in fixed.output
+    assert run_fsck(store_dir).exit_code == 0
+
+
+def test_unreadable_index_is_rebuilt(store_dir):
+    store = Store.open(store_dir)
+    store.index_path.write_bytes(b"this is not a database" * 100)
+    result = run_fsck(store_dir, "--fix")
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert result.exit_code == 0, result.output
+    assert run_fsck(store_dir).exit_code == 0
