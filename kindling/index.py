@@ -22,12 +22,12 @@ import orjson
 
 from kindling import index_schema as schema
 from kindling.errors import KindlingError
-from kindling.index_schema import FileRead, Indexed, Problem, SyncReport
+from kindling.index_schema import FileRead, Indexed, Problem, RankKey, SyncReport
 from kindling.index_sync import Scanner
 from kindling.model import ENTITY_TYPES
 from kindling.store import Store
 
-__all__ = ["FileRead", "Index", "Indexed", "Problem", "SyncReport"]
+__all__ = ["FileRead", "Index", "Indexed", "Problem", "RankKey", "SyncReport"]
 
 
 def _is_locked(exc: sqlite3.Error) -> bool:
@@ -202,8 +202,25 @@ class Index:
         return self._build(only_if_stale=False)
 
     def refresh(self, paths: Iterable[str | os.PathLike]) -> SyncReport:
-        """Re-check the fan-out folders holding `paths` (hints, e.g. from a watcher) as a sync."""
-        return self.scanner.sync_folders({self.rel(p).rsplit("/", 1)[0] for p in paths})
+        """Re-check the fan-out folders holding `paths` (hints, e.g. from a watcher).
+
+        Paths outside objects/ are ignored; a type folder (or objects/ itself) means a full sync.
+        """
+        self._reopen_if_replaced()
+        moved: set[str] = set()
+        for path in paths:
+            try:
+                parts = self.rel(path).split("/")
+            except KindlingError:
+                continue
+            if parts[0] not in ENTITY_TYPES:
+                if parts[0] in (".", ""):
+                    return self.scanner.sync_all()
+                continue
+            if len(parts) == 1:
+                return self.scanner.sync_all()
+            moved.add(f"{parts[0]}/{parts[1]}")
+        return self.scanner.sync_folders(moved)
 
     def record(self, entity_type: str, path: str | Path, data: bytes, entity: dict) -> None:
         """Index a file Kindling itself just wrote with `data` (what is on disk now wins)."""
@@ -294,6 +311,85 @@ class Index:
         sql += " ORDER BY time DESC, id"
         return [orjson.loads(r[0]) for r in self.conn.execute(sql, params)]
 
+    def summarised_capsules(self, scope: dict | None = None, *, by: str = "opened") -> list[dict]:
+        """Capsules in scope that name a summary, most recently opened (or closed) first."""
+        where, params = filters("capsules", scope=scope)
+        if by == "closed":
+            order = "e.closed_at DESC, e.id"
+            where += " AND e.closed_at IS NOT NULL"
+        else:
+            order = "e.time DESC, e.id"
+        where += " AND e.summary_id IS NOT NULL"
+        sql = f"SELECT json FROM entities e WHERE {where} ORDER BY {order}"
+        return [orjson.loads(r[0]) for r in self.conn.execute(sql, params)]
+
+    def match(
+        self,
+        fts_query: str,
+        *,
+        rank: RankKey,
+        scope: dict | None = None,
+        kinds: list[str] | None = None,
+        since: int | None = None,
+        exclude: Iterable[tuple[str, str]] = (),
+        limit: int | None = None,
+    ) -> list[tuple]:
+        """Searchable entities matching an FTS5 expression, best `rank` first.
+
+        Each row is (rowid, type, id, time, bm25, best bm25, worst bm25, number of matches), the
+        bm25 bounds and count taken over every match, not only the rows returned.
+        """
+        types = ["observations"] if kinds else ["observations", "summaries"]
+        where, params = [], []
+        for etype in types:
+            w, p = filters(etype, scope=scope, kinds=kinds, since=since)
+            where.append(f"({w})")
+            params.extend(p)
+        exclude = list(exclude)
+        skip = ""
+        if exclude:
+            skip = f"AND (e.type, e.id) NOT IN (VALUES {', '.join(['(?, ?)'] * len(exclude))})"
+            params.extend(v for pair in exclude for v in pair)
+        sql = f"""
+            WITH m AS MATERIALIZED (
+                SELECT e.rowid AS rid, e.type AS type, e.id AS id, e.time AS ts, bm25(fts) AS b
+                FROM fts CROSS JOIN entities e ON e.rowid = fts.rowid
+                WHERE fts MATCH ? AND ({" OR ".join(where)}) {skip}
+            ),
+            s AS (SELECT min(b) AS lo, max(b) AS hi, count(*) AS n FROM m)
+            SELECT m.rid, m.type, m.id, m.ts, m.b, s.lo, s.hi, s.n FROM m, s
+            ORDER BY
+                ? * (CASE WHEN s.hi = s.lo THEN 0.5 ELSE (s.hi - m.b) / (s.hi - s.lo) END)
+                + ? * max(0.0, 1.0 - (? - m.ts) / ?) DESC,
+                m.ts DESC, m.id, m.type
+            LIMIT ?
+        """
+        args = [fts_query, *params, rank.norm_weight, rank.recency_weight, rank.now]
+        args += [float(rank.window_ms), -1 if limit is None else limit]
+        return self.conn.execute(sql, args).fetchall()
+
+    def snippets(self, fts_query: str, rowids: list[int], *, tokens: int = 16) -> dict[int, str]:
+        """A short FTS5 snippet around the first match in each row, matched terms in **bold**."""
+        if not rowids:
+            return {}
+        marks = ", ".join("?" * len(rowids))
+        rows = self.conn.execute(
+            f"SELECT rowid, snippet(fts, 0, '**', '**', '…', {int(tokens)}) FROM fts "
+            f"WHERE fts MATCH ? AND rowid IN ({marks})",
+            [fts_query, *rowids],
+        )
+        return dict(rows)
+
+    def rows(self, rowids: list[int]) -> dict[int, dict]:
+        """Entities by index rowid (as `match` returns them)."""
+        if not rowids:
+            return {}
+        marks = ", ".join("?" * len(rowids))
+        rows = self.conn.execute(
+            f"SELECT rowid, json FROM entities WHERE rowid IN ({marks})", rowids
+        )
+        return {rid: orjson.loads(data) for rid, data in rows}
+
     def counts(self) -> dict:
         """Entities by type, plus redacted observations and open capsules."""
         out = {t: 0 for t in ENTITY_TYPES}
@@ -355,7 +451,7 @@ class Index:
     # ------------------------------------------------------------ watcher hand-off
 
     def watcher_state(self) -> dict | None:
-        """What a running `kindling watch` last published (see index_sync.Scanner.sync)."""
+        """What a running `kindling watch` last published (see kindling.index_folders)."""
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'watcher'").fetchone()
         return orjson.loads(row[0]) if row else None
 

@@ -50,13 +50,22 @@ class Indexed(NamedTuple):
     path: str
 
 
+class RankKey(NamedTuple):
+    """How `Index.match` orders hits: weight * normalised bm25 + weight * recency at `now`."""
+
+    norm_weight: float
+    recency_weight: float
+    window_ms: int
+    now: int
+
+
 class FileRead(NamedTuple):
     """One entity file as read during a sync: stat data taken before the read, then its bytes."""
 
     rel: str
     entity_type: str
     stat: tuple[int, int, int, int]  # size, mtime_ns, ctime_ns, inode
-    racy: int
+    statkey: str  # size:mtime_ns:ctime_ns:inode, or "" while too recent to trust
     hash: str
     data: bytes
     entity: dict | None  # parsed lazily: None until needed, or when the file is a problem
@@ -64,7 +73,7 @@ class FileRead(NamedTuple):
 
 
 # Bump on any change to the tables below; an index with another PRAGMA user_version is rebuilt.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # A file (or folder) whose mtime or ctime is this close to the moment its stat data was taken
 # may change again within the same timestamp tick without its stat data changing, so it is
@@ -84,7 +93,7 @@ CREATE TABLE files (
     mtime_ns INTEGER NOT NULL,
     ctime_ns INTEGER NOT NULL,
     ino INTEGER NOT NULL,
-    racy INTEGER NOT NULL,           -- stat taken too close to the file's change to be trusted
+    statkey TEXT NOT NULL,           -- 'size:mtime_ns:ctime_ns:ino', '' while racy
     hash TEXT NOT NULL,
     problem TEXT                     -- why the file is not an entity, NULL when it is one
 );

@@ -1,43 +1,35 @@
 """Keeping the index in step with the files: full and per-folder syncs, the rebuild, and the
 row changes they share.
 
-Reading files happens outside any lock; each batch of row changes is one short write
-transaction. The stat data recorded for a file is always taken before its bytes were read, so
-a file changed during a sync differs on the next one and is picked up then.
-
-Readers trust a live watcher (issue 5) through this contract:
-- the watcher holds an exclusive `flock` on `Index.watch_lock_path` for its whole life (readers
-  probe it with a non-blocking shared lock for an instant, so the watcher retries its own
-  non-blocking exclusive lock for a second before deciding another watcher runs);
-- right after taking the lock, before its first reconcile, it publishes
-  `set_watcher_state({"pid": ..., "pending": True})`, and `"pending": False` only once the
-  index reflects every change it has been told about (optionally with `heartbeatMs` and
-  `staleAfterMs`, after which readers stop trusting it);
-- it applies each batch of changed paths with `Index.refresh(paths)`.
-A reader that finds the lock held and the state not pending skips the full walk and only
-re-lists the fan-out folders whose mtime moved, so added, removed and renamed files are never
-missed; otherwise it walks everything.
+Every file's stat data is recorded as one key, `size:mtime_ns:ctime_ns:inode`, or as "" when
+the file changed too recently for its stat data to be trusted (git's racy rule), which makes
+the next sync re-read it. The stat data is always taken before the bytes are read, so a file
+changed during a sync differs on the next one. Files are read outside any lock; each batch of
+row changes is one short write transaction.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
-import stat as stat_module
+import threading
 import time
 from typing import TYPE_CHECKING
 
 from kindling import canonical
+from kindling import index_folders as folders
 from kindling import index_schema as schema
 from kindling.errors import CorruptFileError
 from kindling.index_schema import FileRead, Problem, SyncReport
 from kindling.model import ENTITY_TYPES
-from kindling.store import Store, StoredFile
+from kindling.store import Store
 
 if TYPE_CHECKING:
     from kindling.index import Index
 
-_FILE_COLUMNS = "path, size, mtime_ns, ctime_ns, ino, racy"
+# One walked file: (relative path, stat key, entity type, stat result).
+Walked = tuple[str, str, str, os.stat_result]
+
+_S_IFMT, _S_IFREG = 0o170000, 0o100000
 
 
 def parse(entity_type: str, path: str, data: bytes) -> tuple[dict | None, str | None]:
@@ -48,15 +40,43 @@ def parse(entity_type: str, path: str, data: bytes) -> tuple[dict | None, str | 
         return None, exc.reason
 
 
-def _entity_file_name(name: str) -> bool:
-    # The same rule as Store.walk: `*.json`, not hidden (temp files of atomic writes are).
-    return name.endswith(".json") and not name.startswith(".")
+def stat_key(st: os.stat_result, t0: int) -> str:
+    """The recorded form of a file's stat data; "" when too recent to trust (racy)."""
+    if max(st.st_mtime_ns, st.st_ctime_ns) >= t0 - schema.RACY_NS:
+        return ""
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
 
 
 def walkable(rel: str) -> bool:
     """True when a relative path is where a walk could find an entity file."""
     parts = rel.split("/")
-    return len(parts) == 3 and parts[0] in ENTITY_TYPES and _entity_file_name(parts[2])
+    return (
+        len(parts) == 3
+        and parts[0] in ENTITY_TYPES
+        and parts[2].endswith(".json")
+        and not parts[2].startswith(".")
+    )
+
+
+def walk_folder(path: str, prefix: str, entity_type: str, out: list[Walked]) -> None:
+    """Append every entity file of one fan-out folder (the same rule as Store.walk)."""
+    try:
+        files = os.scandir(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    append = out.append
+    with files:
+        for entry in files:
+            name = entry.name
+            if name[0] == "." or not name.endswith(".json"):
+                continue  # temp files of atomic writes are hidden
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if st.st_mode & _S_IFMT == _S_IFREG:
+                key = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+                append((prefix + name, key, entity_type, st))
 
 
 class Scanner:
@@ -73,102 +93,133 @@ class Scanner:
 
     def sync(self, *, trust_watcher: bool = True) -> SyncReport:
         """Trust a live, caught-up watcher and re-list moved folders; otherwise walk all."""
-        if trust_watcher and self.watcher_caught_up():
-            moved = self.moved_folders()
+        lock = self.index.watch_lock_path
+        if trust_watcher and folders.watcher_caught_up(self.index.watcher_state(), lock):
+            moved = folders.moved_folders(self.conn, self.index.store.objects)
             if moved is not None:
-                folders, type_dirs = moved
-                return self.sync_folders(folders, type_dirs)
+                return self.sync_folders(*moved)
         return self.sync_all()
+
+    def walk(self) -> list[Walked]:
+        """Every entity file under objects/, stat only."""
+        out: list[Walked] = []
+        objects = self.index._objects
+        for etype in ENTITY_TYPES:
+            try:
+                buckets = os.scandir(f"{objects}/{etype}")
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            with buckets:
+                for bucket in buckets:
+                    if bucket.is_dir(follow_symlinks=False):
+                        walk_folder(bucket.path, f"{etype}/{bucket.name}/", etype, out)
+        return out
 
     def sync_all(self) -> SyncReport:
         """Stat every entity file, re-read what differs, drop rows of vanished files."""
         t0 = time.time_ns()
-        dirs = self.stat_dirs() if self.watcher_alive() else None
-        cut = self.index._cut
-        seen = {f.path[cut:]: f for f in self.index.store.walk()}
-        recorded = {
-            row[0]: row[1:] for row in self.conn.execute(f"SELECT {_FILE_COLUMNS} FROM files")
-        }
-        return self._reconcile(seen, recorded, t0, dirs, full=True)
+        dirs = None
+        if folders.watcher_alive(self.index.watch_lock_path):
+            dirs = folders.stat_dirs(self.index.store.objects)
+        # SQLite builds the recorded keys without holding the GIL: overlap it with the walk.
+        loaded: list = []
+        loader = threading.Thread(target=lambda: loaded.append(self._recorded_keys()))
+        loader.start()
+        try:
+            walked = self.walk()
+        finally:
+            loader.join()
+        recorded = loaded[0]
+        if isinstance(recorded, BaseException):
+            raise recorded
+        pop = recorded.pop
+        changed = [w for w in walked if pop(w[0], None) != w[1]]
+        # Vanished files: a set difference against what is recorded, never a count.
+        return self._reconcile(len(walked), changed, list(recorded), t0, dirs, full=True)
+
+    def _recorded_keys(self) -> dict[str, str] | BaseException:
+        try:
+            joined = self.conn.execute(
+                "SELECT group_concat(path || char(0) || statkey, char(0)) FROM files"
+            ).fetchone()[0]
+        except BaseException as exc:  # re-raised in the calling thread
+            return exc
+        if not joined:
+            return {}
+        parts = iter(joined.split("\0"))
+        return dict(zip(parts, parts, strict=False))
 
     def sync_folders(
-        self, folders: set[str], type_dirs: dict[str, int | None] | None = None
+        self, moved: set[str], type_dirs: dict[str, int | None] | None = None
     ) -> SyncReport:
         """Reconcile only these fan-out folders (`<type>/<xx>`) with their recorded rows."""
         t0 = time.time_ns()
         dirs: dict[str, int | None] = dict(type_dirs or {})
-        seen: dict[str, StoredFile] = {}
-        recorded: dict[str, tuple] = {}
-        objects = self.index.store.objects
-        for folder in sorted(folders):
-            parts = folder.split("/")
-            if len(parts) != 2 or parts[0] not in ENTITY_TYPES:
+        walked: list[Walked] = []
+        recorded: dict[str, str] = {}
+        objects = self.index._objects
+        for folder in sorted(moved):
+            etype, _, bucket = folder.partition("/")
+            if etype not in ENTITY_TYPES or not bucket or "/" in bucket:
                 continue
-            path = objects / folder
             try:
-                dirs[folder] = os.lstat(path).st_mtime_ns  # before listing, as git does
-                entries = list(os.scandir(path))
+                dirs[folder] = os.lstat(f"{objects}/{folder}").st_mtime_ns  # before listing
             except (FileNotFoundError, NotADirectoryError):
                 dirs[folder] = None
-                entries = []
-            for entry in entries:
-                if not _entity_file_name(entry.name):
-                    continue
-                st = entry.stat(follow_symlinks=False)
-                if stat_module.S_ISREG(st.st_mode):
-                    seen[f"{folder}/{entry.name}"] = StoredFile(parts[0], entry.path, st)
+            walk_folder(f"{objects}/{folder}", folder + "/", etype, walked)
             rows = self.conn.execute(
-                f"SELECT {_FILE_COLUMNS} FROM files WHERE path > ? AND path < ?",
+                "SELECT path, statkey FROM files WHERE path > ? AND path < ?",
                 (folder + "/", folder + "0"),  # '0' sorts right after '/'
             )
-            recorded.update((row[0], row[1:]) for row in rows)
-        return self._reconcile(seen, recorded, t0, dirs, full=False)
+            recorded.update(rows)
+        pop = recorded.pop
+        changed = [w for w in walked if pop(w[0], None) != w[1]]
+        return self._reconcile(len(walked), changed, list(recorded), t0, dirs, full=False)
 
     # ------------------------------------------------------------ the shared core
 
     def _reconcile(
         self,
-        seen: dict[str, StoredFile],
-        recorded: dict[str, tuple],
+        n_walked: int,
+        changed: list[Walked],
+        removed: list[str],
         t0: int,
         dirs: dict[str, int | None] | None,
         *,
         full: bool,
     ) -> SyncReport:
-        changed = []
-        for rel, f in seen.items():
-            st = f.stat
-            if recorded.get(rel) != (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, 0):
-                changed.append((rel, f))
-        # Vanished files: a set difference against what is recorded, never a count.
-        removed = [rel for rel in recorded if rel not in seen]
-        dirs_moved = dirs is not None and self._dirs_differ(dirs, t0)
-        counts = [0, 0, 0, 0]
-        if changed or removed or dirs_moved:
-            hashes = self._recorded_hashes([rel for rel, _ in changed])
-            reads = []
-            for rel, f in changed:
-                read = self.read_file(
-                    rel, f.entity_type, st=f.stat, t0=t0, recorded_hash=hashes.get(rel)
-                )
-                if read is None:
-                    removed.append(rel)
-                else:
-                    reads.append(read)
-            with self.index.transaction():
-                counts = self.apply(reads, removed)
-                if dirs is not None:
-                    self._store_dirs(dirs, t0, full=full)
-                if full:
-                    self._sweep()
+        dirs_moved = dirs is not None and folders.dirs_differ(self.conn, dirs, t0)
+        if not changed and not removed and not dirs_moved:
+            problems = self.index.problems()
+            quiet = len(problems) if full else self._problems_among(problems, ())
+            return SyncReport(unchanged=n_walked - quiet, problems=problems)
+        hashes = self._recorded_hashes([w[0] for w in changed])
+        reads = []
+        for rel, _, etype, st in changed:
+            read = self.read_file(rel, etype, st=st, t0=t0, recorded_hash=hashes.get(rel))
+            if read is None:
+                removed.append(rel)
+            else:
+                reads.append(read)
+        with self.index.transaction():
+            counts = self.apply(reads, removed)
+            if dirs is not None:
+                folders.store_dirs(self.conn, dirs, t0, full=full)
+            if full:
+                self._sweep()
         problems = self.index.problems()
-        changed_rels = {rel for rel, _ in changed}
-        cut = self.index._cut
-        quiet_problems = sum(
-            1 for p in problems if p.path[cut:] in seen and p.path[cut:] not in changed_rels
-        )
-        unchanged = len(seen) - len(changed) - quiet_problems + counts[3]
+        changed_rels = {w[0] for w in changed}
+        if full:
+            quiet = len(problems) - self._problems_among(problems, changed_rels, only=True)
+        else:
+            quiet = self._problems_among(problems, changed_rels)
+        unchanged = n_walked - len(changed) - quiet + counts[3]
         return SyncReport(counts[0], counts[1], counts[2], unchanged, problems)
+
+    def _problems_among(self, problems: list[Problem], rels, *, only: bool = False) -> int:
+        """Problem files not among `rels` (or, with only=True, among them)."""
+        cut = self.index._cut
+        return sum(1 for p in problems if (p.path[cut:] in rels) == only)
 
     def read_file(
         self,
@@ -191,7 +242,7 @@ class Scanner:
                 st = os.lstat(path)
             except (FileNotFoundError, NotADirectoryError):
                 return None
-            if not stat_module.S_ISREG(st.st_mode):
+            if st.st_mode & _S_IFMT != _S_IFREG:
                 return None
         problem = entity = None
         try:
@@ -207,9 +258,8 @@ class Scanner:
                 entity = known[1]
             elif recorded_hash != digest:
                 entity, problem = parse(entity_type, path, data)
-        racy = int(max(st.st_mtime_ns, st.st_ctime_ns) >= t0 - schema.RACY_NS)
         stat = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        return FileRead(rel, entity_type, stat, racy, digest, data, entity, problem)
+        return FileRead(rel, entity_type, stat, stat_key(st, t0), digest, data, entity, problem)
 
     def apply(self, reads: list[FileRead], removed: list[str]) -> list[int]:
         """Write row changes inside the caller's transaction: [added, updated, removed, same]."""
@@ -222,29 +272,28 @@ class Scanner:
             row = conn.execute("SELECT id FROM files WHERE path = ?", (rel,)).fetchone()
             if row is None:
                 continue
-            old = self._drop_entity(row[0], touched)
+            counts[2] += self._drop_entity(row[0], touched)
             conn.execute("DELETE FROM files WHERE id = ?", row)
-            counts[2] += old
         for read in reads:
             row = conn.execute(
                 "SELECT id, hash, problem FROM files WHERE path = ?", (read.rel,)
             ).fetchone()
             if row is not None and row[1] == read.hash:
                 conn.execute(
-                    "UPDATE files SET size = ?, mtime_ns = ?, ctime_ns = ?, ino = ?, racy = ? "
+                    "UPDATE files SET size = ?, mtime_ns = ?, ctime_ns = ?, ino = ?, statkey = ? "
                     "WHERE id = ?",
-                    (*read.stat, read.racy, row[0]),
+                    (*read.stat, read.statkey, row[0]),
                 )
                 counts[3] += row[2] is None
                 continue
             entity, problem = read.entity, read.problem
             if entity is None and problem is None:
                 entity, problem = parse(read.entity_type, self.index.abspath(read.rel), read.data)
-            values = (read.entity_type, *read.stat, read.racy, read.hash, problem)
+            values = (read.entity_type, *read.stat, read.statkey, read.hash, problem)
             if row is None:
                 fid = conn.execute(
-                    "INSERT INTO files(type, size, mtime_ns, ctime_ns, ino, racy, hash, problem, "
-                    "path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO files(type, size, mtime_ns, ctime_ns, ino, statkey, hash, "
+                    "problem, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (*values, read.rel),
                 ).lastrowid
                 was_entity = False
@@ -252,7 +301,7 @@ class Scanner:
                 fid = row[0]
                 conn.execute(
                     "UPDATE files SET type = ?, size = ?, mtime_ns = ?, ctime_ns = ?, ino = ?, "
-                    "racy = ?, hash = ?, problem = ? WHERE id = ?",
+                    "statkey = ?, hash = ?, problem = ? WHERE id = ?",
                     (*values, fid),
                 )
                 was_entity = bool(self._drop_entity(fid, touched))
@@ -282,7 +331,7 @@ class Scanner:
             st = os.lstat(self.index.abspath(rel))
         except OSError:
             return False
-        return stat_module.S_ISREG(st.st_mode) and walkable(rel)
+        return st.st_mode & _S_IFMT == _S_IFREG and walkable(rel)
 
     def _reshadow(self, touched: set[tuple[str, str]]) -> None:
         """When files share an id, the one at the id's own path (else the first path) wins."""
@@ -294,8 +343,7 @@ class Scanner:
             ).fetchall()
             if not rows:
                 continue
-            home = schema.canonical_rel(etype, eid)
-            winner = min(rows, key=lambda r: (r[1] != home, r[1]))[0]
+            winner = _winner(etype, eid, [(path, rowid) for rowid, path, _ in rows])
             for rowid, _, shadowed in rows:
                 want = int(rowid != winner)
                 if shadowed != want:
@@ -312,9 +360,8 @@ class Scanner:
         for i in range(0, len(rels), 500):
             chunk = rels[i : i + 500]
             marks = ", ".join("?" * len(chunk))
-            out.update(
-                self.conn.execute(f"SELECT path, hash FROM files WHERE path IN ({marks})", chunk)
-            )
+            sql = f"SELECT path, hash FROM files WHERE path IN ({marks})"
+            out.update(self.conn.execute(sql, chunk))
         return out
 
     def _sweep(self) -> None:
@@ -327,53 +374,52 @@ class Scanner:
             "DELETE FROM fts WHERE rowid NOT IN (SELECT rowid FROM entities WHERE "
             "type = 'summaries' OR (type = 'observations' AND redacted = 0))"
         )
-        # A file row without its entity row: force a re-read on the next sync.
+        # A file row without its entity row: make the next sync re-read and re-parse it.
         conn.execute(
-            "UPDATE files SET hash = '', racy = 1 WHERE problem IS NULL "
+            "UPDATE files SET hash = '', statkey = '' WHERE problem IS NULL "
             "AND id NOT IN (SELECT rowid FROM entities)"
         )
 
-    # ------------------------------------------------------------ rebuild
+    # ------------------------------------------------------------ rebuild and checks
 
     def build(self, *, had_schema: bool) -> SyncReport:
         """Replace every table from a fresh read of all files (inside the caller's transaction)."""
         conn = self.conn
-        old = {}
+        old: dict[str, str] = {}
         if had_schema:
             old = dict(conn.execute("SELECT path, hash FROM files WHERE problem IS NULL"))
         t0 = time.time_ns()
-        dirs = self.stat_dirs() if self.watcher_alive() else None
-        cut = self.index._cut
+        dirs = None
+        if folders.watcher_alive(self.index.watch_lock_path):
+            dirs = folders.stat_dirs(self.index.store.objects)
         file_rows, entity_rows, fts_rows = [], [], []
         owners: dict[tuple[str, str], list[tuple[str, int]]] = {}
         report = SyncReport()
-        indexed = set()
-        for fid, f in enumerate(self.index.store.walk(), 1):
-            rel = f.path[cut:]
-            read = self.read_file(rel, f.entity_type, st=f.stat, t0=t0)
+        for fid, (rel, _, etype, st) in enumerate(self.walk(), 1):
+            read = self.read_file(rel, etype, st=st, t0=t0)
             if read is None:
                 continue
-            entity, problem = read.entity, read.problem
-            file_rows.append((fid, rel, f.entity_type, *read.stat, read.racy, read.hash, problem))
+            entity = read.entity
+            file_rows.append((fid, rel, etype, *read.stat, read.statkey, read.hash, read.problem))
             if entity is None:
                 continue
-            entity_rows.append(schema.entity_row(fid, f.entity_type, entity))
-            text = schema.searchable_text(f.entity_type, entity)
+            entity_rows.append(schema.entity_row(fid, etype, entity))
+            text = schema.searchable_text(etype, entity)
             if text is not None:
                 fts_rows.append((fid, text))
-            owners.setdefault((f.entity_type, entity["id"]), []).append((rel, fid))
-            indexed.add(rel)
-            if rel not in old:
+            owners.setdefault((etype, entity["id"]), []).append((rel, fid))
+            previous = old.pop(rel, None)
+            if previous is None:
                 report.added += 1
-            elif old[rel] != read.hash:
+            elif previous != read.hash:
                 report.updated += 1
             else:
                 report.unchanged += 1
-        report.removed = len(old.keys() - indexed)
+        report.removed = len(old)
         schema.create(conn)
         conn.executemany(
-            "INSERT INTO files(id, path, type, size, mtime_ns, ctime_ns, ino, racy, hash, problem) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO files(id, path, type, size, mtime_ns, ctime_ns, ino, statkey, hash, "
+            "problem) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             file_rows,
         )
         conn.executemany(schema.INSERT_ENTITY, entity_rows)
@@ -381,120 +427,15 @@ class Scanner:
         losers = []
         for (etype, eid), held in owners.items():
             if len(held) > 1:
-                home = schema.canonical_rel(etype, eid)
-                winner = min(held, key=lambda h: (h[0] != home, h[0]))
-                losers.extend((fid,) for _, fid in held if fid != winner[1])
+                winner = _winner(etype, eid, held)
+                losers.extend((fid,) for _, fid in held if fid != winner)
         conn.executemany("UPDATE entities SET shadowed = 1 WHERE rowid = ?", losers)
         schema.create_indexes(conn)
         if dirs is not None:
-            self._store_dirs(dirs, t0, full=True)
+            folders.store_dirs(conn, dirs, t0, full=True)
         conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")
         report.problems = self.index.problems()
         return report
-
-    # ------------------------------------------------------------ folders and the watcher
-
-    def stat_dirs(self) -> dict[str, int | None]:
-        """mtime_ns of every type folder and fan-out folder, each taken before it is listed."""
-        out: dict[str, int | None] = {}
-        objects = self.index.store.objects
-        for etype in ENTITY_TYPES:
-            try:
-                out[etype] = os.lstat(objects / etype).st_mtime_ns
-                entries = list(os.scandir(objects / etype))
-            except (FileNotFoundError, NotADirectoryError):
-                out[etype] = None
-                continue
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    out[f"{etype}/{entry.name}"] = entry.stat(follow_symlinks=False).st_mtime_ns
-        return out
-
-    def _dirs_differ(self, dirs: dict[str, int | None], t0: int) -> bool:
-        recorded = {p: (m, r) for p, m, r in self.conn.execute("SELECT * FROM dirs")}
-        for rel, mtime in dirs.items():
-            want = None if mtime is None else (mtime, int(mtime >= t0 - schema.RACY_NS))
-            if recorded.get(rel) != want:
-                return True
-        return False
-
-    def _store_dirs(self, dirs: dict[str, int | None], t0: int, *, full: bool) -> None:
-        if full:
-            self.conn.execute("DELETE FROM dirs")
-        for rel, mtime in dirs.items():
-            if mtime is None:
-                self.conn.execute(
-                    "DELETE FROM dirs WHERE path = ? OR path LIKE ?", (rel, rel + "/%")
-                )
-            else:
-                racy = int(mtime >= t0 - schema.RACY_NS)
-                self.conn.execute(
-                    "INSERT OR REPLACE INTO dirs(path, mtime_ns, racy) VALUES (?, ?, ?)",
-                    (rel, mtime, racy),
-                )
-
-    def moved_folders(self) -> tuple[set[str], dict[str, int | None]] | None:
-        """Fan-out folders whose mtime moved since recorded (None when nothing is recorded)."""
-        recorded = {p: (m, r) for p, m, r in self.conn.execute("SELECT * FROM dirs")}
-        if not recorded:
-            return None
-        objects = self.index.store.objects
-        folders: set[str] = set()
-        type_dirs: dict[str, int | None] = {}
-        for etype in ENTITY_TYPES:
-            try:
-                mtime: int | None = os.lstat(objects / etype).st_mtime_ns
-            except (FileNotFoundError, NotADirectoryError):
-                mtime = None
-            candidates = {p for p in recorded if p.startswith(etype + "/")}
-            if recorded.get(etype) != (None if mtime is None else (mtime, 0)):
-                type_dirs[etype] = mtime
-                if mtime is not None:
-                    with os.scandir(objects / etype) as entries:
-                        candidates.update(
-                            f"{etype}/{e.name}" for e in entries if e.is_dir(follow_symlinks=False)
-                        )
-            for folder in candidates:
-                try:
-                    now = os.lstat(objects / folder).st_mtime_ns
-                except (FileNotFoundError, NotADirectoryError):
-                    folders.add(folder)
-                    continue
-                if recorded.get(folder) != (now, 0):
-                    folders.add(folder)
-        return folders, type_dirs
-
-    def watcher_alive(self) -> bool:
-        """True when some process holds the watcher's lock."""
-        lock = self.index.watch_lock_path
-        if lock is None:
-            return False
-        try:
-            fd = os.open(lock, os.O_RDONLY)
-        except OSError:
-            return False
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        except OSError:
-            return False
-        finally:
-            os.close(fd)
-        return False
-
-    def watcher_caught_up(self) -> bool:
-        """True when a live watcher says it has applied every change it knows of."""
-        state = self.index.watcher_state()
-        if not isinstance(state, dict) or state.get("pending", True):
-            return False
-        beat, stale = state.get("heartbeatMs"), state.get("staleAfterMs")
-        if isinstance(beat, int) and isinstance(stale, int):
-            if time.time_ns() // 1_000_000 - beat > stale:
-                return False
-        return self.watcher_alive()
-
-    # ------------------------------------------------------------ checking
 
     def verify(self) -> list[Problem]:
         """Compare every row with a fresh read of the files, plus FTS5's own integrity check."""
@@ -511,25 +452,24 @@ class Scanner:
         rows = {
             r[0]: r[1:]
             for r in conn.execute(
-                "SELECT f.path, f.hash, f.problem, e.json, e.shadowed FROM files f "
+                "SELECT f.path, f.hash, f.problem, e.json FROM files f "
                 "LEFT JOIN entities e ON e.rowid = f.id"
             )
         }
-        cut = self.index._cut
-        for f in self.index.store.walk():
-            rel = f.path[cut:]
-            read = self.read_file(rel, f.entity_type, st=f.stat)
+        for rel, _, etype, st in self.walk():
+            read = self.read_file(rel, etype, st=st)
             if read is None:
                 continue
+            path = self.index.abspath(rel)
             row = rows.pop(rel, None)
             if row is None:
-                out.append(Problem(f.path, "not in the index"))
+                out.append(Problem(path, "not in the index"))
             elif row[0] != read.hash:
-                out.append(Problem(f.path, "the index holds an older version of this file"))
+                out.append(Problem(path, "the index holds an older version of this file"))
             elif read.entity is not None and (
                 row[2] is None or canonical.loads(row[2]) != read.entity
             ):
-                out.append(Problem(f.path, "the index holds a different entity for this file"))
+                out.append(Problem(path, "the index holds a different entity for this file"))
         for rel in sorted(rows):
             out.append(Problem(self.index.abspath(rel), "in the index but no longer on disk"))
         orphans = conn.execute(
@@ -539,6 +479,12 @@ class Scanner:
         if orphans:
             out.append(Problem(str(self.index.path), f"{orphans} orphan rows"))
         return out
+
+
+def _winner(entity_type: str, entity_id: str, held: list[tuple[str, int]]) -> int:
+    """Of (path, rowid) pairs holding one id, the rowid that wins: its own path, else the first."""
+    home = schema.canonical_rel(entity_type, entity_id)
+    return min(held, key=lambda h: (h[0] != home, h[0]))[1]
 
 
 class _Rollback(Exception):

@@ -391,5 +391,38 @@ class Memory:
             "problems": [{"path": p.path, "reason": p.reason} for p in report.problems],
         }
 
+    def search(
+        self,
+        query: str,
+        *,
+        scope: dict | None = None,
+        kinds: list[str] | None = None,
+        since: int | None = None,
+        max_results: int = 10,
+        max_tokens: int | None = None,
+        include_redacted: bool = False,
+    ) -> dict:
+        """Pins, the current summary and ranked candidates for `query`: a RetrieveResult dict."""
+        from kindling.retrieve import check_options, retrieve
+
+        check_options(query, scope, kinds, since, max_results, max_tokens)
+        self.fresh()
+        return retrieve(
+            self.index,
+            query,
+            scope=scope,
+            kinds=kinds,
+            since=since,
+            max_results=max_results,
+            max_tokens=max_tokens,
+            include_redacted=include_redacted,
+        )
+
+    def reindex(self, full: bool = False):
+        """Walk every file and bring the index up to date, or rebuild it whole; a SyncReport."""
+        if full:
+            return self.index.rebuild()
+        return self.index.sync(trust_watcher=False)
+
 
 __all__ = ["Found", "Memory", "Written", "is_valid_id"]

@@ -24,6 +24,8 @@ COMMANDS = {
     "show": "read:show_cmd",
     "list": "read:list_cmd",
     "status": "read:status_cmd",
+    "search": "search:search_cmd",
+    "reindex": "search:reindex_cmd",
     "export": "bundle:export_cmd",
     "import": "bundle:import_cmd",
     "fsck": "git:fsck_cmd",

@@ -1,0 +1,135 @@
+"""Commands over the index: search (the three tiers) and reindex."""
+
+from __future__ import annotations
+
+import click
+
+from kindling.cli.common import echo_json, json_option, open_memory, scope_from, scope_options
+from kindling.cli.format import format_time, problems_notice
+from kindling.model import OBSERVATION_KINDS
+
+RULE = "=" * 50
+
+
+@click.command("search")
+@click.argument("query", nargs=-1)
+@scope_options
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice(OBSERVATION_KINDS),
+    help="Only observations of this kind (repeatable).",
+)
+@click.option("--since", type=click.IntRange(min=0), metavar="MS", help="Only from this time on.")
+@click.option(
+    "--max",
+    "max_results",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="Most candidates to return.",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Keep the whole result within about N tokens (drops the lowest candidates).",
+)
+@json_option
+@click.pass_context
+def search_cmd(ctx, query, kinds, since, max_results, max_tokens, json_, **scope_kwargs) -> None:
+    """Search memory: pins, the current summary, then ranked full-text matches.
+
+    Plain words match any of them (more and rarer shared words rank higher); quoted phrases,
+    AND/OR/NOT and prefix* work as in SQLite FTS5.
+
+    \b
+    Example:
+      kindling search "authentication error"
+      kindling search auth --session s-1 --repo ./my-project --max 5 --json
+    """
+    memory = open_memory(ctx)
+    text = " ".join(query)
+    result = memory.search(
+        text,
+        scope=scope_from(scope_kwargs),
+        kinds=list(kinds) or None,
+        since=since,
+        max_results=max_results,
+        max_tokens=max_tokens,
+    )
+    problems_notice(memory.index.problems())
+    if json_:
+        echo_json(result)
+    else:
+        click.echo(render(result), nl=False)
+
+
+def _content(text: str) -> str:
+    # Continuation lines line up under the first one.
+    return text.replace("\n", "\n" + " " * 12)
+
+
+def render(result: dict) -> str:
+    """The human output of a RetrieveResult, grouped by tier."""
+    lines = [f'Search Results for: "{result["provenance"]["query"]}"', RULE]
+    pins = result["pins"]
+    if pins:
+        lines += ["", f"Pins ({len(pins)}):"]
+        for n, item in enumerate(pins, 1):
+            pin, target = item["pin"], item["target"]
+            lines += ["", f"{n}. [PIN] {pin['id']}", f"   Type: {pin['targetType']}"]
+            lines.append(f"   Content: {_content(target['content'])}")
+            if pin["reason"]:
+                lines.append(f"   Note: {_content(pin['reason'])}")
+    summary = result.get("currentSummary")
+    if summary is not None:
+        lines += ["", "Current Summary:", ""]
+        lines.append(f"{summary['id']} (confidence: {summary['confidence']:.2f})")
+        lines.append(f"   Content: {_content(summary['content'])}")
+        lines.append(f"   Capsule: {summary['capsuleId']}")
+        lines.append(f"   Time: {format_time(summary['ts'])}")
+    candidates = result["candidates"]
+    if candidates:
+        lines += ["", f"Candidates ({len(candidates)}):"]
+        for n, item in enumerate(candidates, 1):
+            entity = item["entity"]
+            etype = "observation" if "kind" in entity else "summary"
+            lines += ["", f"{n}. {entity['id']} (score: {item['score']:.2f})"]
+            lines.append(f"   Type: {etype}")
+            lines.append(f"   Content: {_content(entity['content'])}")
+            lines.append(f"   Time: {format_time(entity['ts'])}")
+    if not pins and summary is None and not candidates:
+        lines += ["", "No results."]
+    return "\n".join(lines) + "\n"
+
+
+@click.command("reindex")
+@click.option("--full", is_flag=True, help="Rebuild the whole index from the files.")
+@json_option
+@click.pass_context
+def reindex_cmd(ctx, full, json_) -> None:
+    """Bring the index up to date with the files; exit 1 when some files cannot be read.
+
+    \b
+    Example:
+      kindling reindex
+      kindling reindex --full --json
+    """
+    memory = open_memory(ctx)
+    report = memory.reindex(full=full)
+    if json_:
+        echo_json(report.as_dict())
+    else:
+        total = report.added + report.updated + report.unchanged
+        click.echo(
+            f"Indexed {total} {'entity' if total == 1 else 'entities'}: {report.added} added, "
+            f"{report.updated} updated, {report.removed} removed, {report.unchanged} unchanged."
+        )
+        if report.problems:
+            click.echo(f"Problem files ({len(report.problems)}), left untouched:")
+            for problem in report.problems:
+                click.echo(f"  {problem.path}: {problem.reason}")
+    if report.problems:
+        ctx.exit(1)

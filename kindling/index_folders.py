@@ -1,0 +1,146 @@
+"""Folder mtimes and the hand-off to a running watcher: how a reader may skip the full walk.
+
+While `kindling watch` runs, readers trust it the way git trusts an fsmonitor. The contract:
+
+- The watcher holds an exclusive `flock` on `Index.watch_lock_path` for its whole life.
+  Readers probe that lock with a non-blocking shared lock held for an instant, so the watcher
+  retries its own non-blocking exclusive lock for about a second before concluding that
+  another watcher runs.
+- Right after taking the lock, before its first reconcile (`Index.sync(trust_watcher=False)`),
+  it publishes `Index.set_watcher_state({"pid": ..., "pending": True})`, and publishes
+  `"pending": False` only once the index reflects every change it has been told about. It may
+  add `heartbeatMs` and `staleAfterMs` (epoch ms, ms): readers stop trusting a state whose
+  heartbeat is older than that.
+- It applies each batch of changed paths with `Index.refresh(paths)`, which re-lists the
+  fan-out folders holding them (the event types are not trusted).
+
+A reader that finds the lock held and the state not pending skips the walk: it stats the type
+and fan-out folders (about a thousand stats) and re-lists only those whose mtime moved since
+it was recorded, so a file added, removed or renamed is never missed even inside the watcher's
+debounce window; only an in-place edit may show up one debounce late. Folder mtimes are
+recorded only while a watcher holds the lock, and with the same racy rule as files.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+import time
+from pathlib import Path
+
+from kindling.index_schema import RACY_NS
+from kindling.model import ENTITY_TYPES
+
+
+def stat_dirs(objects: Path) -> dict[str, int | None]:
+    """mtime_ns of every type folder and fan-out folder, each taken before it is listed."""
+    out: dict[str, int | None] = {}
+    for etype in ENTITY_TYPES:
+        try:
+            out[etype] = os.lstat(objects / etype).st_mtime_ns
+            entries = list(os.scandir(objects / etype))
+        except (FileNotFoundError, NotADirectoryError):
+            out[etype] = None
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                try:
+                    out[f"{etype}/{entry.name}"] = entry.stat(follow_symlinks=False).st_mtime_ns
+                except FileNotFoundError:
+                    out[f"{etype}/{entry.name}"] = None
+    return out
+
+
+def _recorded(conn: sqlite3.Connection) -> dict[str, tuple[int, int]]:
+    return {p: (m, r) for p, m, r in conn.execute("SELECT path, mtime_ns, racy FROM dirs")}
+
+
+def dirs_differ(conn: sqlite3.Connection, dirs: dict[str, int | None], t0: int) -> bool:
+    """True when recording `dirs` would change the dirs table."""
+    recorded = _recorded(conn)
+    for rel, mtime in dirs.items():
+        want = None if mtime is None else (mtime, int(mtime >= t0 - RACY_NS))
+        if recorded.get(rel) != want:
+            return True
+    return False
+
+
+def store_dirs(
+    conn: sqlite3.Connection, dirs: dict[str, int | None], t0: int, *, full: bool
+) -> None:
+    """Record folder mtimes (inside the caller's transaction); `full` replaces them all."""
+    if full:
+        conn.execute("DELETE FROM dirs")
+    for rel, mtime in dirs.items():
+        if mtime is None:
+            conn.execute("DELETE FROM dirs WHERE path = ? OR path LIKE ?", (rel, rel + "/%"))
+        else:
+            conn.execute(
+                "INSERT OR REPLACE INTO dirs(path, mtime_ns, racy) VALUES (?, ?, ?)",
+                (rel, mtime, int(mtime >= t0 - RACY_NS)),
+            )
+
+
+def moved_folders(
+    conn: sqlite3.Connection, objects: Path
+) -> tuple[set[str], dict[str, int | None]] | None:
+    """Fan-out folders whose mtime moved, and the type folders' new mtimes; None if unknown."""
+    recorded = _recorded(conn)
+    if not recorded:
+        return None
+    folders: set[str] = set()
+    type_dirs: dict[str, int | None] = {}
+    for etype in ENTITY_TYPES:
+        try:
+            mtime: int | None = os.lstat(objects / etype).st_mtime_ns
+        except (FileNotFoundError, NotADirectoryError):
+            mtime = None
+        candidates = {p for p in recorded if p.startswith(etype + "/")}
+        if recorded.get(etype) != (None if mtime is None else (mtime, 0)):
+            # Folders were added or removed (or the time is too recent to trust): list them.
+            type_dirs[etype] = mtime
+            if mtime is not None:
+                with os.scandir(objects / etype) as entries:
+                    candidates.update(
+                        f"{etype}/{e.name}" for e in entries if e.is_dir(follow_symlinks=False)
+                    )
+        for folder in candidates:
+            try:
+                now = os.lstat(objects / folder).st_mtime_ns
+            except (FileNotFoundError, NotADirectoryError):
+                folders.add(folder)
+                continue
+            if recorded.get(folder) != (now, 0):
+                folders.add(folder)
+    return folders, type_dirs
+
+
+def watcher_alive(lock_path: Path | None) -> bool:
+    """True when some process holds the watcher's lock."""
+    if lock_path is None:
+        return False
+    try:
+        fd = os.open(lock_path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # also releases the shared lock when it was granted
+    return False
+
+
+def watcher_caught_up(state: object, lock_path: Path | None) -> bool:
+    """True when a live watcher says it has applied every change it knows of."""
+    if not isinstance(state, dict) or state.get("pending", True) is not False:
+        return False
+    beat, stale = state.get("heartbeatMs"), state.get("staleAfterMs")
+    if isinstance(beat, int) and isinstance(stale, int):
+        if time.time_ns() // 1_000_000 - beat > stale:
+            return False
+    return watcher_alive(lock_path)
