@@ -62,6 +62,24 @@ def test_init_path_argument_makes_dot_kindling(tmp_path):
     assert (tmp_path / "proj" / ".kindling" / "config.json").is_file()
 
 
+def test_init_in_a_git_repo_registers_the_merge_driver_and_claude_hooks(tmp_path):
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    result = CliRunner().invoke(cli, ["init", str(tmp_path), "--claude-code"])
+    out = ok(result)
+    assert "Registered the Kindling merge driver" in out
+    assert "merge=kindling" in (tmp_path / ".kindling" / ".gitattributes").read_text()
+    driver = subprocess.run(["git", "config", "--get", "merge.kindling.driver"], cwd=tmp_path,
+                            capture_output=True, text=True).stdout
+    assert driver.strip() == "kindling merge-driver %O %A %B"
+    settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    assert "kindling hook SessionStart" in json.dumps(settings["hooks"]["SessionStart"])
+    again = ok(CliRunner().invoke(cli, ["init", str(tmp_path), "--claude-code"]))
+    assert "Registered" not in again
+    assert json.loads((tmp_path / ".claude" / "settings.json").read_text()) == settings
+
+
 def test_commands_without_a_store_say_to_init(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     err = fails(CliRunner().invoke(cli, ["log", "x"]))

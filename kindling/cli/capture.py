@@ -25,22 +25,41 @@ def _report(written, json_: bool) -> None:
 
 @click.command("init")
 @click.argument("path", required=False, type=click.Path(file_okay=False))
+@click.option("--claude-code", is_flag=True,
+              help="Also add Kindling's hooks to the project's .claude/settings.json.")
 @click.pass_context
-def init_cmd(ctx: click.Context, path: str | None) -> None:
+def init_cmd(ctx: click.Context, path: str | None, claude_code: bool) -> None:
     """Create a store: PATH/.kindling (default: the git work tree's top, else here).
+
+    In a git work tree it also routes entity files to Kindling's merge driver
+    (.kindling/.gitattributes and the repo's git config). Running it again is harmless.
 
     \b
     Example:
       kindling init
+      kindling init --claude-code
       kindling --store /tmp/scratch-memory init
     """
+    from kindling import gitsetup
     from kindling.memory import Memory
 
     store = ctx.find_root().obj["store"]
     if store is not None and path is not None:
         raise click.UsageError("give either --store or PATH, not both")
-    memory = Memory.init(path, store=store)
-    click.echo(f"Kindling store ready at {memory.store.root}")
+    root = Memory.init(path, store=store).store.root
+    click.echo(f"Kindling store ready at {root}")
+    gitsetup.install_gitattributes(root)
+    try:
+        repo = gitsetup.find_repo(root)
+    except KindlingError:  # no git on this machine: the store works without it
+        repo = None
+    if repo is not None and gitsetup.register_merge_driver(repo):
+        click.echo(f"Registered the Kindling merge driver in {repo}'s git config")
+    if claude_code:
+        from kindling.claude_settings import install_claude_code_hooks
+
+        settings = install_claude_code_hooks(repo or root.parent)
+        click.echo(f"Claude Code hooks written to {settings}")
 
 
 def _read_content(content: str) -> str:
