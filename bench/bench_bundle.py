@@ -98,7 +98,7 @@ def phase_export(work: Path, n: int) -> dict:
 
 
 def _import(work: Path, target: str) -> dict:
-    from kindling.bundle import parse_bundle, read_source
+    from kindling.bundle import read_source
     from kindling.importer import import_bundle
     from kindling.memory import Memory
 
@@ -106,9 +106,6 @@ def _import(work: Path, target: str) -> dict:
     if not root.exists():
         Store.create(root)
     timings = {}
-    start = time.perf_counter()
-    dataset = parse_bundle(read_source(str(work / "bundle.json")))
-    timings["parse_s"] = round(time.perf_counter() - start, 2)
     with Memory(root) as memory:
         fresh = memory.fresh
         spent = []
@@ -120,7 +117,8 @@ def _import(work: Path, target: str) -> dict:
             return result
 
         memory.fresh = timed_fresh
-        report = import_bundle(memory, dataset)
+        # As `kindling import FILE` does it: the bytes go in, nothing else holds them.
+        report = import_bundle(memory, read_source(str(work / "bundle.json")))
     timings["index_sync_s"] = round(sum(spent), 2)
     timings["written"] = report.written
     return timings

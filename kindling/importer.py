@@ -25,6 +25,8 @@ from kindling.store import Store
 ON_CONFLICT = ("keep", "theirs", "fail")
 OUTCOMES = ("added", "unchanged", "merged", "redacted", "conflicts", "skipped")
 MAX_LISTED_CONFLICTS = 20
+# The free-text field masked on the way in, as capture masks it (observations: see _masked).
+_FREE_TEXT = {"capsules": "intent", "summaries": "content", "pins": "reason"}
 
 
 class Decision(NamedTuple):
@@ -48,39 +50,23 @@ class Decision(NamedTuple):
 
 
 def _masked(entity_type: str, entity: dict) -> tuple[dict, int]:
-    """The entity as capture would store it: secrets masked, tombstones emptied."""
-    out = dict(entity)
-    count = 0
+    """The entity as capture would store it: secrets masked, tombstones emptied.
+
+    The bundle's own dict is returned when nothing changes, so a large import holds one copy.
+    """
     if entity_type == "observations":
-        if out["redacted"]:
-            out["provenance"] = {}
-            return out, 0
-        out["content"], n = mask_text(out["content"])
-        out["provenance"], m = mask_json(out["provenance"])
-        count = n + m
-    elif entity_type == "capsules":
-        out["intent"], count = mask_text(out["intent"])
-    elif entity_type == "summaries":
-        out["content"], count = mask_text(out["content"])
-    elif entity_type == "pins" and isinstance(out["reason"], str):
-        out["reason"], count = mask_text(out["reason"])
-    return out, count
-
-
-def prepare(dataset: Dataset) -> list[tuple[str, dict, int]]:
-    """Every bundle entity masked and re-checked, as (type, entity, secrets masked)."""
-    prepared = []
-    errors = []
-    for etype in ENTITY_TYPES:
-        for i, raw in enumerate(dataset.entities[etype]):
-            entity, count = _masked(etype, raw)
-            problems = entity_errors(etype, entity) if count else []
-            if problems:
-                errors.append(f"{entity_label(etype, i, raw)} after masking: {'; '.join(problems)}")
-            prepared.append((etype, entity, count))
-    if errors:
-        raise ValidationError("invalid bundle; nothing was imported:\n  " + "\n  ".join(errors))
-    return prepared
+        if entity["redacted"]:
+            return (entity if entity["provenance"] == {} else {**entity, "provenance": {}}), 0
+        content, n = mask_text(entity["content"])
+        provenance, m = mask_json(entity["provenance"])
+        changes = {"content": content, "provenance": provenance} if n + m else {}
+    else:
+        field = _FREE_TEXT[entity_type]
+        n = m = 0
+        if isinstance(entity[field], str):
+            text, n = mask_text(entity[field])
+        changes = {field: text} if n else {}
+    return ({**entity, **changes} if changes else entity), n + m
 
 
 # ---------------------------------------------------------------- deciding, one entity at a time
@@ -141,20 +127,41 @@ def _read_local(path: Path) -> bytes | None:
         return None
 
 
-def plan_import(store: Store, dataset: Dataset, *, on_conflict: str = "keep") -> list[Decision]:
-    """Decide every bundle entity against the store, writing nothing."""
+Progress = Callable[[int], None]
+
+
+def plan_import(
+    store: Store,
+    dataset: Dataset,
+    *,
+    on_conflict: str = "keep",
+    progress: Progress | None = None,
+) -> list[Decision]:
+    """Mask and decide every bundle entity against the store, writing nothing."""
     if on_conflict not in ON_CONFLICT:
         raise ValidationError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}")
     decisions = []
-    for etype, entity, masked in prepare(dataset):
-        path = store.path_for(etype, entity["id"])
-        try:
-            local = _read_local(path)
-        except OSError as exc:
-            reason = f"the local file is unreadable ({exc.strerror}); left as it is"
-            decisions.append(Decision(etype, entity, "skipped", reason=reason))
-            continue
-        decisions.append(decide(etype, entity, path, local, on_conflict, masked))
+    errors = []
+    for etype in ENTITY_TYPES:
+        for i, raw in enumerate(dataset.entities[etype]):
+            entity, masked = _masked(etype, raw)
+            problems = entity_errors(etype, entity) if masked else []
+            if problems:
+                label = entity_label(etype, i, raw)
+                errors.append(f"{label} after masking: {'; '.join(problems)}")
+                continue
+            path = store.path_for(etype, entity["id"])
+            try:
+                local = _read_local(path)
+            except OSError as exc:
+                reason = f"the local file is unreadable ({exc.strerror}); left as it is"
+                decisions.append(Decision(etype, entity, "skipped", reason=reason))
+            else:
+                decisions.append(decide(etype, entity, path, local, on_conflict, masked))
+            if progress is not None:
+                progress(1)
+    if errors:
+        raise ValidationError("invalid bundle; nothing was imported:\n  " + "\n  ".join(errors))
     if on_conflict == "fail":
         conflicts = [d for d in decisions if d.outcome == "conflicts"]
         if conflicts:
@@ -177,7 +184,7 @@ def apply_plan(
     decisions: list[Decision],
     *,
     on_conflict: str = "keep",
-    progress: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
 ) -> list[Decision]:
     """Write what the plan decided (non-durably, then one sync); returns the final decisions.
 
@@ -298,22 +305,24 @@ def import_bundle(
     *,
     on_conflict: str = "keep",
     dry_run: bool = False,
-    progress: Callable[[int], None] | None = None,
-    on_start: Callable[[int], None] | None = None,
+    progress: Callable[[str, int], Progress] | None = None,
 ) -> ImportReport:
     """Import a bundle (bytes or a parsed Dataset) into a `kindling.Memory`; index synced once.
 
-    `on_start` hears how many files will be written, `progress` each one as it is written.
+    `progress(label, total)`, when given, is called as each stage starts and returns the
+    function that hears each step of it.
     """
     dataset = source if isinstance(source, Dataset) else parse_bundle(source)
-    decisions = plan_import(memory.store, dataset, on_conflict=on_conflict)
+    del source  # bytes given here are no longer needed once parsed
+    stage = progress("Checking", len(dataset)) if progress else None
+    decisions = plan_import(memory.store, dataset, on_conflict=on_conflict, progress=stage)
+    del dataset
     to_write = sum(1 for d in decisions if d.write is not None)
-    if not dry_run and to_write:
-        if on_start is not None:
-            on_start(to_write)
-        decisions = apply_plan(
-            memory.store, decisions, on_conflict=on_conflict, progress=progress
-        )
-        memory.fresh()
-    return ImportReport.from_decisions(decisions, dry_run=dry_run, on_conflict=on_conflict)
-
+    if dry_run or not to_write:
+        return ImportReport.from_decisions(decisions, dry_run=dry_run, on_conflict=on_conflict)
+    stage = progress("Writing", to_write) if progress else None
+    decisions = apply_plan(memory.store, decisions, on_conflict=on_conflict, progress=stage)
+    report = ImportReport.from_decisions(decisions, dry_run=dry_run, on_conflict=on_conflict)
+    del decisions  # the index sync reads the files back; the bundle need not stay in memory
+    memory.fresh()
+    return report

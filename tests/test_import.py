@@ -450,3 +450,21 @@ def test_the_bundle_bytes_are_not_modified_by_import(memory):
     snapshot = copy.deepcopy(bundle.entities)
     import_bundle(memory, bundle)
     assert bundle.entities == snapshot
+
+
+def test_progress_hears_each_stage(other):
+    stages = []
+
+    def progress(label, total):
+        stages.append([label, total, 0])
+
+        def advance(n):
+            stages[-1][2] += n
+
+        return advance
+
+    import_bundle(other, EXAMPLE.read_bytes(), progress=progress)
+    assert stages == [["Checking", 4, 4], ["Writing", 4, 4]]
+    stages.clear()
+    import_bundle(other, EXAMPLE.read_bytes(), progress=progress)
+    assert stages == [["Checking", 4, 4]]

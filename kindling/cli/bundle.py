@@ -80,18 +80,16 @@ def import_cmd(ctx, source, on_conflict, dry_run, json_) -> None:
       kindling import teammate.json --dry-run
       gunzip -c memory.json.gz | kindling import - --json
     """
-    from kindling.bundle import parse_bundle, read_source
+    from kindling.bundle import read_source
     from kindling.importer import import_bundle
 
-    dataset = parse_bundle(read_source(source))
-    with open_memory(ctx) as memory, _progress() as (on_start, progress):
+    with open_memory(ctx) as memory, _Progress() as progress:
         report = import_bundle(
             memory,
-            dataset,
+            read_source(source),
             on_conflict=on_conflict,
             dry_run=dry_run,
-            on_start=on_start,
-            progress=progress,
+            progress=progress if sys.stderr.isatty() else None,
         )
     if json_:
         echo_json(report.as_json())
@@ -99,25 +97,25 @@ def import_cmd(ctx, source, on_conflict, dry_run, json_) -> None:
         click.echo("\n".join(report.lines()))
 
 
-class _progress:
-    """A progress bar on stderr while files are written, only when stderr is a terminal."""
+class _Progress:
+    """Progress bars on stderr, one per import stage (used only when stderr is a terminal)."""
 
     def __init__(self) -> None:
         self.bar = None
 
-    def __enter__(self):
-        if not sys.stderr.isatty():
-            return None, None
-        return self._start, self._advance
+    def __enter__(self) -> _Progress:
+        return self
 
-    def _start(self, total: int) -> None:
-        self.bar = click.progressbar(length=total, label="Importing", file=sys.stderr)
+    def __call__(self, label: str, total: int):
+        self._close()
+        self.bar = click.progressbar(length=total, label=label.ljust(8), file=sys.stderr)
         self.bar.__enter__()
+        return self.bar.update
 
-    def _advance(self, n: int) -> None:
+    def _close(self, *exc: object) -> None:
         if self.bar is not None:
-            self.bar.update(n)
+            self.bar.__exit__(*(exc or (None, None, None)))
+            self.bar = None
 
     def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(*exc)
+        self._close(*exc)
