@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -50,9 +51,20 @@ WORKER = textwrap.dedent(
 )
 
 
+@pytest.fixture
+def fast_dir(tmp_path):
+    """A folder on tmpfs when there is one: the proof is about locking, not disk speed."""
+    shm = Path("/dev/shm")
+    if shm.is_dir() and os.access(shm, os.W_OK):
+        with tempfile.TemporaryDirectory(dir=shm, prefix="kindling-test-") as folder:
+            yield Path(folder)
+    else:
+        yield tmp_path
+
+
 @pytest.mark.slow
-def test_parallel_writers_lose_nothing(tmp_path):
-    root = tmp_path / ".kindling"
+def test_parallel_writers_lose_nothing(fast_dir):
+    root = fast_dir / ".kindling"
     Store.create(root)
     with Memory(root) as mem:
         capsule = mem.open_capsule("shared work", scope={"sessionId": "shared"}).entity["id"]

@@ -367,3 +367,57 @@ def fanout_rel(entity_id: str) -> str:
     from kindling.store import fanout
 
     return f"{fanout(entity_id)}/{entity_id}.json"
+
+
+# ---------------------------------------------------------------- whole workflow
+
+
+def test_two_branches_of_memory_merge_and_search_sees_both(repo):
+    from kindling.memory import Memory
+
+    store_path = repo / ".kindling"
+    setup = kindling("--store", str(store_path), "git-setup", "--driver", DRIVER)
+    assert setup.returncode == 0, setup.stderr
+    with Memory(store_path) as mem:
+        shared = mem.open_capsule("shared investigation", scope={"sessionId": "s-base"})
+        shared_id = shared.entity["id"]
+        base_obs = mem.log("base observation about quokkas", capsule_id=shared_id).entity["id"]
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base memory")
+
+    git(repo, "checkout", "-q", "-b", "a")
+    with Memory(store_path) as mem:
+        for word in ("aardvark", "albatross", "axolotl"):
+            mem.log(f"branch a saw an {word}", capsule_id=shared_id, kind="error")
+        mem.pin("observation", base_obs, note="pinned on a")
+        own = mem.open_capsule("a's own work", scope={"sessionId": "s-a"}).entity["id"]
+        mem.log("alpaca trouble in a's own capsule", capsule_id=own)
+        mem.close_capsule(own, summary="a fixed the alpaca")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "memory on a")
+
+    git(repo, "checkout", "-q", "main")
+    git(repo, "checkout", "-q", "-b", "b")
+    with Memory(store_path) as mem:
+        bison = mem.log("branch b saw a bison", capsule_id=shared_id).entity["id"]
+        mem.log("branch b saw a buffalo", capsule_id=shared_id)
+        mem.pin("observation", bison, note="pinned on b")
+        mem.close_capsule(shared_id, summary="b closed the shared capsule", evidence=[bison])
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "memory on b")
+
+    git(repo, "checkout", "-q", "a")
+    merge = git(repo, "merge", "--no-edit", "b", check=False)
+    assert merge.returncode == 0, merge.stdout + merge.stderr
+    assert "CONFLICT" not in merge.stdout
+
+    cap = read_entity(repo, "capsules", shared_id)
+    assert cap["status"] == "closed" and "summaryId" in cap
+    assert len(cap["observationIds"]) == 6 and cap["observationIds"][0] == base_obs
+
+    fsck = kindling("--store", str(store_path), "fsck")
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+    for word in ("albatross", "buffalo", "alpaca", "quokkas"):
+        found = kindling("--store", str(store_path), "search", word)
+        assert found.returncode == 0, found.stderr
+        assert word in found.stdout, (word, found.stdout)
