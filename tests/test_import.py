@@ -468,3 +468,28 @@ def test_progress_hears_each_stage(other):
     stages.clear()
     import_bundle(other, EXAMPLE.read_bytes(), progress=progress)
     assert stages == [["Checking", 4, 4]]
+
+
+def test_a_crash_half_way_leaves_whole_files_and_a_rerun_finishes(memory, other, monkeypatch):
+    populate(memory.store)
+    bundle = export_of(memory.store, include_redacted=True)
+    real_write = other.store.write_file
+    calls = []
+
+    def dying_write(path, data, *, durable=True):
+        calls.append(path)
+        if len(calls) == 4:
+            raise KeyboardInterrupt  # the process is stopped before its fourth file
+        real_write(path, data, durable=durable)
+
+    monkeypatch.setattr(other.store, "write_file", dying_write)
+    with pytest.raises(KeyboardInterrupt):
+        import_bundle(other, bundle)
+    monkeypatch.undo()
+    written = objects(other.store)
+    assert len(written) == 3
+    assert all(written[k] == objects(memory.store)[k] for k in written)
+    assert not [p for p in other.store.objects.rglob("*") if p.name.endswith(".tmp")]
+    report = import_bundle(other, bundle)
+    assert report.written == 4 and report.conflicts == []
+    assert objects(other.store) == objects(memory.store)

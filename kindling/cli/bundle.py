@@ -75,6 +75,8 @@ def export_cmd(ctx, output, include_redacted, **scope_kwargs) -> None:
 def import_cmd(ctx, source, on_conflict, dry_run, json_) -> None:
     """Import a bundle from FILE or stdin (-): all checked first, forgotten stays forgotten.
 
+    FILE may be gzip-compressed. Nothing is written unless the whole bundle is valid.
+
     \b
     Example:
       kindling import teammate.json --dry-run
