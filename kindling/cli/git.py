@@ -20,10 +20,11 @@ def merge_driver_cmd(base: str, ours: str, theirs: str, path: str | None, marker
 
     Exit 0 on a clean merge; exit 1 leaving conflict markers in OURS otherwise.
 
+    Git runs it for entity files once `kindling git-setup` has registered it.
+
     \b
-    Example (.git/config, written by `kindling git-setup`):
-      [merge "kindling"]
-        driver = kindling merge-driver %O %A %B
+    Example:
+      kindling merge-driver .merge_file_O .merge_file_A .merge_file_B
     """
     from kindling.merge import conflict_bytes, merge_files
 
