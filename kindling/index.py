@@ -46,9 +46,9 @@ def _is_corrupt(exc: sqlite3.Error) -> bool:
 class Index:
     """The SQLite FTS5 cache of one store, opened (and built when needed) on construction."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, path: str | os.PathLike | None = None) -> None:
         self.store = store
-        self.path = store.index_path
+        self.path = Path(path) if path is not None else store.index_path
         self._objects = str(store.objects)
         self._cut = len(self._objects) + 1
         self._conn: sqlite3.Connection | None = None

@@ -29,7 +29,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from kindling.index_schema import RACY_NS
+from kindling import index_schema as schema
 from kindling.model import ENTITY_TYPES
 
 
@@ -60,7 +60,7 @@ def dirs_differ(conn: sqlite3.Connection, dirs: dict[str, int | None], t0: int) 
     """True when recording `dirs` would change the dirs table."""
     recorded = _recorded(conn)
     for rel, mtime in dirs.items():
-        want = None if mtime is None else (mtime, int(mtime >= t0 - RACY_NS))
+        want = None if mtime is None else (mtime, int(mtime >= t0 - schema.RACY_NS))
         if recorded.get(rel) != want:
             return True
     return False
@@ -78,7 +78,7 @@ def store_dirs(
         else:
             conn.execute(
                 "INSERT OR REPLACE INTO dirs(path, mtime_ns, racy) VALUES (?, ?, ?)",
-                (rel, mtime, int(mtime >= t0 - RACY_NS)),
+                (rel, mtime, int(mtime >= t0 - schema.RACY_NS)),
             )
 
 

@@ -1,0 +1,491 @@
+"""The derived index: build, incremental sync, problem files, duplicates, damage and concurrency."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from kindling import index_schema
+from kindling.index import Index, Problem
+from kindling.store import Store, fanout
+
+NOW = 1_750_000_000_000
+
+
+def obs(n: int, content: str = "hello", *, ts: int = NOW, redacted: bool = False, **scope):
+    return {
+        "id": f"obs-{n:04d}",
+        "kind": "message",
+        "content": "[redacted]" if redacted else content,
+        "provenance": {},
+        "ts": ts,
+        "scopeIds": scope,
+        "redacted": redacted,
+    }
+
+
+def capsule(n: int, *, status="open", opened=NOW, summary=None, **scope):
+    out = {
+        "id": f"cap_{n:04d}",
+        "type": "session",
+        "intent": "work",
+        "status": status,
+        "openedAt": opened,
+        "scopeIds": scope,
+        "observationIds": [],
+    }
+    if status == "closed":
+        out["closedAt"] = opened + 1
+    if summary:
+        out["summaryId"] = summary
+    return out
+
+
+def pin(n: int, target: str, *, created=NOW, **scope):
+    return {
+        "id": f"pin_{n:04d}",
+        "targetType": "observation",
+        "targetId": target,
+        "reason": None,
+        "createdAt": created,
+        "expiresAt": None,
+        "scopeIds": scope,
+    }
+
+
+@pytest.fixture
+def store(store_dir) -> Store:
+    return Store(store_dir)
+
+
+@pytest.fixture
+def index(store):
+    ix = Index(store)
+    yield ix
+    ix.close()
+
+
+def fresh_dump(store: Store, tmp_path) -> dict:
+    """What a rebuild from nothing holds, in a separate database."""
+    path = tmp_path / f"fresh-{len(list(tmp_path.glob('fresh-*')))}.sqlite"
+    other = Index(store, path=path)
+    try:
+        return other.dump()
+    finally:
+        other.close()
+
+
+# ---------------------------------------------------------------- building and syncing
+
+
+def test_open_builds_from_existing_files(store):
+    for n in range(3):
+        store.write("observations", obs(n))
+    store.write("capsules", capsule(1, sessionId="s1"))
+    ix = Index(store)
+    assert ix.counts() == {
+        "observations": 3,
+        "capsules": 1,
+        "summaries": 0,
+        "pins": 0,
+        "redacted": 0,
+        "openCapsules": 1,
+    }
+    assert (store.root / "index.sqlite").is_file()
+    ix.close()
+
+
+def test_sync_counts_each_kind_of_change(store, index):
+    paths = [store.write("observations", obs(n))[0] for n in range(4)]
+    report = index.sync()
+    assert (report.added, report.updated, report.removed, report.unchanged) == (4, 0, 0, 0)
+    store.write("observations", obs(1, "changed"))
+    paths[2].unlink()
+    store.write("observations", obs(9))
+    os.utime(paths[3])  # stat changes, bytes do not
+    report = index.sync()
+    assert (report.added, report.updated, report.removed, report.unchanged) == (1, 1, 1, 2)
+    assert report.problems == []
+    assert index.get("obs-0001").entity["content"] == "changed"
+    assert index.get("obs-0002") is None
+
+
+def test_noop_sync_writes_nothing(store, index, monkeypatch):
+    store.write("observations", obs(1))
+    monkeypatch.setattr(index_schema, "RACY_NS", -(10**18))  # nothing counts as too recent
+    index.sync()
+    monkeypatch.setattr(index, "transaction", None)  # any write would fail loudly
+    assert index.sync().unchanged == 1
+
+
+def test_racy_files_are_reread_until_old_enough(store, index, monkeypatch):
+    path, _ = store.write("observations", obs(1, "first"))
+    index.sync()
+    key = index.conn.execute("SELECT statkey FROM files").fetchone()[0]
+    assert key == ""  # written this very moment: its stat data cannot be trusted yet
+    # An edit in the same timestamp tick can leave every stat field as it was; only
+    # re-reading racy files catches it. Pretend the stat data is identical:
+    path.write_bytes(path.read_bytes().replace(b"first", b"other"))
+    assert index.sync().updated == 1
+    assert index.get("obs-0001").entity["content"] == "other"
+
+    monkeypatch.setattr(index_schema, "RACY_NS", -(10**18))
+    index.sync()
+    key = index.conn.execute("SELECT statkey FROM files").fetchone()[0]
+    st = os.lstat(path)
+    assert key == f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+
+    # Once trusted, identical stat data means "unchanged" without reading: the same edit made
+    # invisible to stat (as a same-tick edit would be) is then not seen. That is why recent
+    # files are never trusted.
+    path.write_bytes(path.read_bytes().replace(b"other", b"third"))
+    st = os.lstat(path)
+    index.conn.execute(
+        "UPDATE files SET statkey = ?",
+        (f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}",),
+    )
+    assert index.sync().updated == 0
+    monkeypatch.undo()
+    os.utime(path)
+    assert index.sync().updated == 1
+
+
+def test_stat_data_recorded_per_file(store, index):
+    path, data = store.write("observations", obs(1))
+    index.sync()
+    row = index.conn.execute(
+        "SELECT path, type, size, mtime_ns, ctime_ns, ino, hash FROM files"
+    ).fetchone()
+    st = os.lstat(path)
+    assert row == (
+        f"observations/{fanout('obs-0001')}/obs-0001.json",
+        "observations",
+        len(data),
+        st.st_mtime_ns,
+        st.st_ctime_ns,
+        st.st_ino,
+        index_schema.canonical.content_hash(data),
+    )
+
+
+def test_vanished_folders_and_types_are_removed(store, index):
+    for n in range(5):
+        store.write("observations", obs(n))
+    store.write("capsules", capsule(1))
+    index.sync()
+    shutil.rmtree(store.objects / "observations")
+    report = index.sync()
+    assert report.removed == 5
+    assert index.counts()["observations"] == 0
+    assert index.counts()["capsules"] == 1
+
+
+def test_temp_hidden_and_stray_files_are_ignored(store, index):
+    store.write("observations", obs(1))
+    bucket = store.path_for("observations", "obs-0001").parent
+    (bucket / ".obs-0002.json.123.abcd.tmp").write_text("{")
+    (bucket / ".hidden.json").write_text("{")
+    (bucket / "notes.txt").write_text("hi")
+    (store.objects / "observations" / "loose.json").write_text("{}")
+    (bucket / "link.json").symlink_to(store.path_for("observations", "obs-0001"))
+    report = index.sync()
+    assert report.added == 1 and report.problems == []
+
+
+# ---------------------------------------------------------------- problem files
+
+
+BROKEN = {
+    "conflict": (
+        b'<<<<<<< HEAD\n{\n  "content": "a"\n}\n=======\n{\n  "content": "b"\n}\n>>>>>>> other\n',
+        "holds git merge conflict markers",
+    ),
+    "truncated": (b'{\n  "content": "JWT validation', "not valid JSON"),
+    "empty": (b"", "empty file"),
+    "invalid": (b'{"id": "obs-0007", "kind": "shout"}\n', "invalid observation obs-0007"),
+    "array": (b"[1, 2]\n", "not a JSON object"),
+    "binary": (b"\xff\xfe\x00garbage", "not valid JSON"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BROKEN))
+def test_problem_files_are_reported_and_left_byte_identical(store, index, name, tmp_path):
+    data, reason = BROKEN[name]
+    store.write("observations", obs(1, "token expired"))
+    bad = store.path_for("observations", "obs-0007")
+    bad.parent.mkdir(parents=True, exist_ok=True)
+    bad.write_bytes(data)
+    before = os.lstat(bad)
+    for report in (index.sync(), index.sync(), index.rebuild()):
+        assert [p.path for p in report.problems] == [str(bad)]
+        assert reason in report.problems[0].reason
+        assert report.unchanged + report.added == 1
+    assert index.problems() == report.problems
+    assert bad.read_bytes() == data
+    assert os.lstat(bad).st_mtime_ns == before.st_mtime_ns
+    assert index.get("obs-0001") is not None
+    assert index.get("obs-0007") is None
+    assert index.dump() == fresh_dump(store, tmp_path)
+
+
+def test_a_fixed_problem_file_is_indexed_and_a_broken_entity_removed(store, index):
+    path, good = store.write("observations", obs(1, "fine"))
+    index.sync()
+    path.write_bytes(BROKEN["conflict"][0])
+    report = index.sync()
+    assert report.removed == 1 and len(report.problems) == 1
+    assert index.get("obs-0001") is None
+    path.write_bytes(good)
+    report = index.sync()
+    assert report.added == 1 and report.problems == []
+    assert index.get("obs-0001").entity["content"] == "fine"
+
+
+# ---------------------------------------------------------------- duplicate ids
+
+
+def test_duplicate_ids_never_crash_and_one_file_wins(store, index, tmp_path):
+    home, data = store.write("observations", obs(1, "at home"))
+    stray_dir = store.objects / "observations" / "zz"
+    stray_dir.mkdir()
+    stray = stray_dir / "copy.json"
+    stray.write_bytes(data.replace(b"at home", b"a stray copy"))
+    index.sync()
+    assert index.counts()["observations"] == 1
+    assert index.get("obs-0001").path == str(home)
+    assert [m.entity["content"] for m in index.match_prefix("obs-")] == ["at home"]
+    assert index.duplicates() == [("observations", "obs-0001", [str(home), str(stray)])]
+    assert index.dump() == fresh_dump(store, tmp_path)
+    home.unlink()
+    index.sync()
+    assert index.get("obs-0001").entity["content"] == "a stray copy"
+    assert index.duplicates() == []
+    assert index.dump() == fresh_dump(store, tmp_path)
+
+
+# ---------------------------------------------------------------- the index file itself
+
+
+def test_corrupt_index_file_is_rebuilt_silently(store):
+    store.write("observations", obs(1))
+    store.index_path.write_bytes(b"this is not a database" * 100)
+    ix = Index(store)
+    assert ix.get("obs-0001") is not None
+    ix.close()
+
+
+def test_schema_version_mismatch_rebuilds(store):
+    store.write("observations", obs(1))
+    conn = sqlite3.connect(store.index_path)
+    conn.execute("CREATE TABLE files (whatever)")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    ix = Index(store)
+    assert ix.conn.execute("PRAGMA user_version").fetchone()[0] == index_schema.SCHEMA_VERSION
+    assert ix.get("obs-0001") is not None
+    ix.close()
+
+
+def test_index_deleted_while_open_is_recreated(store, index):
+    store.write("observations", obs(1))
+    index.sync()
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(f"{store.index_path}{suffix}"):
+            os.unlink(f"{store.index_path}{suffix}")
+    store.write("observations", obs(2))
+    index.sync()
+    assert index.counts()["observations"] == 2
+    assert store.index_path.is_file()
+
+
+def test_read_only_store_keeps_its_index_in_the_cache(store, monkeypatch, isolated_env):
+    store.write("observations", obs(1))
+    monkeypatch.setattr(Store, "writable", property(lambda self: False))
+    ix = Index(store)
+    assert ix.path.is_relative_to(isolated_env / ".cache" / "kindling")
+    assert ix.get("obs-0001") is not None
+    assert not (store.root / "index.sqlite").exists()
+    ix.close()
+
+
+def test_nowhere_to_keep_an_index_falls_back_to_memory(store, tmp_path):
+    store.write("observations", obs(1))
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    ix = Index(store, path=blocker / "index.sqlite")
+    assert str(ix.path) == ":memory:"
+    assert ix.get("obs-0001") is not None
+    ix.close()
+
+
+# ---------------------------------------------------------------- Kindling's own writes
+
+
+def test_record_and_drop_keep_the_index_current_without_a_walk(store, index, monkeypatch):
+    monkeypatch.setattr(index.scanner, "walk", None)  # record/drop must not walk
+    path, data = store.write("observations", obs(1, "fresh"))
+    index.record("observations", path, data, obs(1, "fresh"))
+    assert index.get("obs-0001").entity["content"] == "fresh"
+    path.unlink()
+    index.drop(path)
+    assert index.get("obs-0001") is None
+
+
+def test_record_believes_the_disk_over_its_caller(store, index):
+    path, data = store.write("observations", obs(1, "what was written"))
+    path.write_bytes(data.replace(b"what was written", b"what another process wrote"))
+    index.record("observations", path, data, obs(1, "what was written"))
+    assert index.get("obs-0001").entity["content"] == "what another process wrote"
+
+
+def test_refresh_rechecks_the_folders_of_hinted_paths(store, index):
+    index.sync()
+    a, _ = store.write("observations", obs(1))
+    b, _ = store.write("observations", obs(2))
+    report = index.refresh([a, store.root / "index.sqlite-wal", "/elsewhere/x.json"])
+    assert report.added == 1 and index.get("obs-0001") and not index.get("obs-0002")
+    b.unlink()
+    a.unlink()
+    index.refresh([a])
+    assert index.get("obs-0001") is None
+    assert index.refresh([store.objects]).removed == 0
+
+
+# ---------------------------------------------------------------- lookups
+
+
+def test_lookups(store, index):
+    store.write("observations", obs(1, ts=NOW - 5, sessionId="s1", repoId="r"))
+    store.write("observations", obs(2, ts=NOW, sessionId="s1"))
+    store.write("observations", {**obs(3, ts=NOW, sessionId="s2"), "kind": "error"})
+    store.write("observations", obs(4, ts=NOW - 9, redacted=True))
+    store.write("capsules", capsule(1, sessionId="s1", opened=NOW - 2))
+    store.write("capsules", capsule(2, sessionId="s1", opened=NOW))
+    store.write("capsules", capsule(3, status="closed", sessionId="s1"))
+    store.write("pins", pin(1, "obs-0001", sessionId="s1"))
+    store.write("pins", pin(2, "obs-0002", sessionId="s9"))
+    store.write("pins", pin(3, "obs-0003", repoId="r"))
+    index.sync()
+    ids = lambda items: [e["id"] for e in items]  # noqa: E731
+    assert ids(index.entities("observations")) == ["obs-0002", "obs-0003", "obs-0001", "obs-0004"]
+    assert ids(index.entities("observations", scope={"sessionId": "s1"})) == [
+        "obs-0002",
+        "obs-0001",
+    ]
+    assert ids(index.entities("observations", kinds=["error"])) == ["obs-0003"]
+    assert ids(index.entities("observations", since=NOW - 5, limit=2)) == ["obs-0002", "obs-0003"]
+    pins_in = index.entities("pins", scope={"sessionId": "s1", "repoId": "r"})
+    assert ids(pins_in) == ["pin_0001", "pin_0003"]  # a pin may lack a scope field
+    assert ids(index.open_capsules()) == ["cap_0002", "cap_0001"]
+    assert ids(index.open_capsules("s2")) == []
+    assert index.counts()["redacted"] == 1 and index.counts()["openCapsules"] == 2
+    assert [m.entity["id"] for m in index.match_prefix("cap_000", limit=2)] == [
+        "cap_0001",
+        "cap_0002",
+    ]
+    assert index.match_prefix("zzz") == [] and index.match_prefix("") == []
+    assert index.get("pin_0002", "observations") is None
+    assert index.get("pin_0002", "pins").entity["targetId"] == "obs-0002"
+
+
+def test_verify_finds_disagreements(store, index):
+    path, _ = store.write("observations", obs(1))
+    index.sync()
+    assert index.verify() == []
+    store.write("observations", obs(2))
+    path.unlink()
+    found = sorted(index.verify())
+    assert found == sorted(
+        [
+            Problem(str(store.path_for("observations", "obs-0002")), "not in the index"),
+            Problem(str(path), "in the index but no longer on disk"),
+        ]
+    )
+
+
+# ---------------------------------------------------------------- the watcher hand-off
+
+
+def test_readers_trust_a_live_caught_up_watcher(store, index, monkeypatch):
+    monkeypatch.setattr(index_schema, "RACY_NS", -(10**18))
+    a, _ = store.write("observations", obs(1, "one"))
+    lock = open(index.watch_lock_path, "w")  # noqa: SIM115
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        index.set_watcher_state({"pid": os.getpid(), "pending": True})
+        index.sync(trust_watcher=False)  # the watcher's reconcile records folder mtimes
+        index.set_watcher_state({"pid": os.getpid(), "pending": False})
+        monkeypatch.setattr(index.scanner, "walk", None)  # a trusting reader never walks
+        b, _ = store.write("observations", obs(2, "two"))  # a new file moves its folder
+        assert index.sync().added == 1
+        # An in-place edit does not move the folder: that one is the watcher's to report.
+        a.write_bytes(a.read_bytes().replace(b'"one"', b'"ONE"'))
+        assert index.sync().updated == 0
+        index.refresh([a])
+        assert index.get("obs-0001").entity["content"] == "ONE"
+        b.unlink()
+        assert index.sync().removed == 1
+        index.set_watcher_state(
+            {"pid": os.getpid(), "pending": False, "heartbeatMs": 1, "staleAfterMs": 1000}
+        )
+        with pytest.raises(TypeError):  # a stale heartbeat: back to the full walk
+            index.sync()
+    finally:
+        lock.close()
+    with pytest.raises(TypeError):  # lock released: the watcher is gone, walk again
+        index.sync()
+
+
+# ---------------------------------------------------------------- many processes
+
+
+WORKER = textwrap.dedent(
+    """
+    import sys
+    from kindling.index import Index
+    from kindling.store import Store
+
+    store = Store(sys.argv[1])
+    me = int(sys.argv[2])
+    ix = Index(store)
+    for n in range(25):
+        entity = {"id": f"obs-{me}-{n}", "kind": "message", "content": f"worker {me} note {n}",
+                  "provenance": {}, "ts": n, "scopeIds": {}, "redacted": False}
+        path, data = store.write("observations", entity, durable=False)
+        if n % 2:
+            ix.record("observations", path, data, entity)
+        if n % 5 == 0:
+            ix.sync()
+    ix.sync()
+    """
+)
+
+
+def test_parallel_processes_sync_and_write_without_locking_errors(store, tmp_path):
+    store.write("observations", obs(1))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(store.root), str(me)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for me in range(6)
+    ]
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+        assert b"locked" not in err
+    ix = Index(store)
+    ix.sync()
+    assert ix.counts()["observations"] == 151
+    assert ix.verify() == []
+    assert ix.dump() == fresh_dump(store, tmp_path)
+    ix.close()
