@@ -1,0 +1,412 @@
+"""Retrieval through the API: exact scores, order, tiers, scope, expiry, redaction, max and the
+token budget, all with KINDLING_NOW fixed."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from kindling import canonical
+from kindling.errors import KindlingError, ValidationError
+from kindling.memory import Memory
+from kindling.retrieve import score
+from kindling.store import Store
+
+NOW = 1_750_000_000_000
+DAY = 86_400_000
+FILLER = " ".join(f"filler{n}" for n in range(30))
+
+
+@pytest.fixture
+def store(store_dir, monkeypatch) -> Store:
+    monkeypatch.setenv("KINDLING_NOW", str(NOW))
+    return Store(store_dir)
+
+
+@pytest.fixture
+def mem(store):
+    with Memory(store.root) as memory:
+        yield memory
+
+
+def obs(store, eid, content, *, ts=NOW, kind="message", redacted=False, **scope):
+    entity = {
+        "id": eid,
+        "kind": kind,
+        "content": "[redacted]" if redacted else content,
+        "provenance": {},
+        "ts": ts,
+        "scopeIds": scope,
+        "redacted": redacted,
+    }
+    store.write("observations", entity)
+    return entity
+
+
+def summary(store, sid, content, capsule_id, *, ts=NOW, **scope):
+    entity = {
+        "id": sid,
+        "content": content,
+        "confidence": 0.8,
+        "evidenceRefs": [],
+        "capsuleId": capsule_id,
+        "ts": ts,
+        "scopeIds": scope,
+    }
+    store.write("summaries", entity)
+    return entity
+
+
+def capsule(store, cid, *, opened, closed=None, summary_id=None, **scope):
+    entity = {
+        "id": cid,
+        "type": "session",
+        "intent": "work",
+        "status": "open" if closed is None else "closed",
+        "openedAt": opened,
+        "scopeIds": scope,
+        "observationIds": [],
+    }
+    if closed is not None:
+        entity["closedAt"] = closed
+    if summary_id is not None:
+        entity["summaryId"] = summary_id
+    store.write("capsules", entity)
+    return entity
+
+
+def pin(store, pid, target, *, created=NOW, expires=None, target_type="observation", **scope):
+    entity = {
+        "id": pid,
+        "targetType": target_type,
+        "targetId": target,
+        "reason": f"note for {target}",
+        "createdAt": created,
+        "expiresAt": expires,
+        "scopeIds": scope,
+    }
+    store.write("pins", entity)
+    return entity
+
+
+def ranked(result):
+    return [(c["entity"]["id"], c["score"]) for c in result["candidates"]]
+
+
+# ---------------------------------------------------------------- scores and order
+
+
+def test_exact_scores_best_match_and_recency(store, mem):
+    obs(store, "a", "token expired", ts=NOW - 15 * DAY)  # best bm25 (short): norm 1
+    obs(store, "b", f"token {FILLER}", ts=NOW)  # worst bm25: norm 0, but brand new
+    obs(store, "c", "nothing relevant here")
+    result = mem.search("token")
+    assert ranked(result) == [("a", 0.85), ("b", 0.3)]
+    assert result["provenance"]["totalCandidates"] == 2
+
+
+def test_equal_matches_score_half_plus_recency(store, mem):
+    obs(store, "new", "retry parser", ts=NOW)
+    obs(store, "days", "retry parser", ts=NOW - 3 * DAY)
+    obs(store, "old", "retry parser", ts=NOW - 45 * DAY)
+    assert ranked(mem.search("parser")) == [("new", 0.65), ("days", 0.62), ("old", 0.35)]
+
+
+def test_ties_break_by_time_then_id(store, mem):
+    for eid in ("z", "m", "a"):
+        obs(store, eid, "flag cache", ts=NOW - 40 * DAY)
+    obs(store, "newer", "flag cache", ts=NOW - 35 * DAY)
+    assert ranked(mem.search("cache")) == [
+        ("newer", 0.35),
+        ("a", 0.35),
+        ("m", 0.35),
+        ("z", 0.35),
+    ]
+
+
+def test_future_timestamps_are_clamped_to_one(store, mem):
+    obs(store, "future", "token", ts=NOW + 30 * DAY)
+    obs(store, "other", f"token {FILLER}", ts=NOW - 60 * DAY)
+    assert ranked(mem.search("token")) == [("future", 1.0), ("other", 0.0)]
+
+
+def test_score_formula():
+    assert score(-2.0, -2.0, -1.0, NOW, NOW) == 1.0
+    assert score(-1.0, -2.0, -1.0, NOW - 30 * DAY, NOW) == 0.0
+    assert score(-1.5, -2.0, -1.0, NOW - 15 * DAY, NOW) == 0.5
+    assert score(-7.0, -7.0, -7.0, NOW - 90 * DAY, NOW) == 0.35
+
+
+def test_more_and_rarer_shared_words_rank_first(store, mem):
+    obs(store, "both", "jwt token expired in middleware", ts=NOW - DAY)
+    obs(store, "rare", "jwt middleware rewrite", ts=NOW - DAY)
+    obs(store, "common", "token token refresh", ts=NOW - DAY)
+    for n in range(6):
+        obs(store, f"noise{n}", f"token noise {n}", ts=NOW - DAY)
+    ids = [
+        c["entity"]["id"] for c in mem.search("how did we fix the expired jwt token?")["candidates"]
+    ]
+    assert ids[0] == "both"
+    assert ids.index("rare") < ids.index("common")
+
+
+def test_max_is_a_prefix_of_a_larger_max(store, mem):
+    for n in range(30):
+        obs(store, f"o{n:02d}", "cache " * (1 + n % 4) + "miss", ts=NOW - (n % 7) * DAY)
+    big = mem.search("cache miss", max_results=50)
+    assert big["provenance"]["totalCandidates"] == 30
+    for m in (0, 1, 3, 10):
+        small = mem.search("cache miss", max_results=m)
+        assert small["candidates"] == big["candidates"][:m]
+        assert small["provenance"]["totalCandidates"] == 30
+        assert small["provenance"]["returnedCandidates"] == m
+    assert len(mem.search("cache miss")["candidates"]) == 10  # the default
+
+
+# ---------------------------------------------------------------- the tiers
+
+
+def test_pins_tier_expiry_scope_order_and_exclusion(store, mem):
+    obs(store, "t1", "token one", sessionId="s1")
+    obs(store, "t2", "token two", sessionId="s1")
+    obs(store, "t3", "token three", sessionId="s1")
+    obs(store, "t4", "token four", sessionId="s1")
+    pin(store, "pin_old", "t1", created=NOW - 10)
+    pin(store, "pin_new", "t2", created=NOW - 5, expires=NOW + 1)
+    pin(store, "pin_expired", "t3", expires=NOW)  # expiresAt must be after now
+    pin(store, "pin_other_session", "t4", sessionId="s2")
+    pin(store, "pin_missing", "gone")
+    result = mem.search("token", scope={"sessionId": "s1"})
+    assert [p["pin"]["id"] for p in result["pins"]] == ["pin_new", "pin_old"]
+    assert [p["target"]["id"] for p in result["pins"]] == ["t2", "t1"]
+    assert {c["entity"]["id"] for c in result["candidates"]} == {"t3", "t4"}
+    assert result["provenance"]["totalCandidates"] == 2
+    unscoped = mem.search("token")
+    assert [p["pin"]["id"] for p in unscoped["pins"]] == [
+        "pin_other_session",  # created at NOW: the newest
+        "pin_new",
+        "pin_old",
+    ]
+
+
+def test_pin_scope_matches_fields_it_lacks(store, mem):
+    obs(store, "x", "cache", sessionId="s1", repoId="r1")
+    pin(store, "pin_session", "x", sessionId="s1")
+    pin(store, "pin_repo", "x", sessionId="s1", repoId="r2")
+    result = mem.search("cache", scope={"sessionId": "s1", "repoId": "r1"})
+    assert [p["pin"]["id"] for p in result["pins"]] == ["pin_session"]
+
+
+def test_redacted_targets_only_with_include_redacted(store, mem):
+    obs(store, "secret", "token", redacted=True)
+    pin(store, "pin_secret", "secret")
+    assert mem.search("")["pins"] == []
+    result = mem.search("redacted", include_redacted=True)
+    assert [p["target"]["content"] for p in result["pins"]] == ["[redacted]"]
+    assert result["candidates"] == []  # redacted text is gone: it never matches
+    assert mem.search("token", include_redacted=True)["candidates"] == []
+
+
+def test_current_summary_for_a_session_is_its_latest_opened_capsules(store, mem):
+    summary(store, "sum_a", "first fix for the token bug", "cap_a", sessionId="s1")
+    summary(store, "sum_b", "second token fix", "cap_b", sessionId="s1")
+    capsule(store, "cap_a", opened=NOW - 100, closed=NOW - 1, summary_id="sum_a", sessionId="s1")
+    capsule(store, "cap_b", opened=NOW - 50, closed=NOW - 40, summary_id="sum_b", sessionId="s1")
+    capsule(store, "cap_c", opened=NOW - 10, sessionId="s1")  # newest, but no summary yet
+    capsule(store, "cap_d", opened=NOW, closed=NOW, summary_id="sum_gone", sessionId="s1")
+    result = mem.search("token", scope={"sessionId": "s1"})
+    assert result["currentSummary"]["id"] == "sum_b"
+    assert [c["entity"]["id"] for c in result["candidates"]] == ["sum_a"]  # not sum_b again
+    # Without a session: the most recently *closed* capsule with a summary.
+    assert mem.search("token")["currentSummary"]["id"] == "sum_a"
+
+
+def test_current_summary_ties_break_by_id(store, mem):
+    summary(store, "sum_x", "x", "cap_2")
+    summary(store, "sum_y", "y", "cap_1")
+    capsule(store, "cap_2", opened=NOW, closed=NOW, summary_id="sum_x", sessionId="s")
+    capsule(store, "cap_1", opened=NOW, closed=NOW, summary_id="sum_y", sessionId="s")
+    assert mem.search("", scope={"sessionId": "s"})["currentSummary"]["id"] == "sum_y"
+    assert mem.search("")["currentSummary"]["id"] == "sum_y"
+
+
+def test_summaries_are_candidates_and_scope_is_exact(store, mem):
+    summary(store, "sum_1", "fixed the jwt expiry", "cap_1", repoId="r1")
+    obs(store, "o1", "jwt expiry seen", repoId="r1", sessionId="s1")
+    obs(store, "o2", "jwt expiry seen", repoId="r2")
+    obs(store, "o3", "jwt expiry seen")
+    result = mem.search("jwt", scope={"repoId": "r1"})
+    assert sorted(c["entity"]["id"] for c in result["candidates"]) == ["o1", "sum_1"]
+    assert result["provenance"]["scopeIds"] == {"repoId": "r1"}
+    assert "currentSummary" not in result  # no capsule names sum_1
+
+
+def test_kind_and_since_filters(store, mem):
+    obs(store, "e1", "parser crash", kind="error", ts=NOW - 2 * DAY)
+    obs(store, "e2", "parser crash", kind="error", ts=NOW)
+    obs(store, "c1", "parser crash", kind="command", ts=NOW)
+    summary(store, "sum_1", "parser crash fixed", "cap_1")
+    by_kind = mem.search("parser", kinds=["error"])
+    assert [c["entity"]["id"] for c in by_kind["candidates"]] == ["e2", "e1"]
+    since = mem.search("parser", since=NOW - DAY)
+    assert sorted(c["entity"]["id"] for c in since["candidates"]) == ["c1", "e2", "sum_1"]
+
+
+def test_empty_query_returns_pins_and_summary_only(store, mem):
+    obs(store, "o", "anything")
+    pin(store, "pin_1", "o")
+    summary(store, "sum_1", "anything", "cap_1")
+    capsule(store, "cap_1", opened=NOW, closed=NOW, summary_id="sum_1")
+    for query in ("", "   ", "?!", '"'):
+        result = mem.search(query)
+        assert [p["pin"]["id"] for p in result["pins"]] == ["pin_1"]
+        assert result["currentSummary"]["id"] == "sum_1"
+        assert result["candidates"] == []
+        assert result["provenance"]["totalCandidates"] == 0
+
+
+def test_result_shape(store, mem):
+    obs(store, "o1", "JWT validation failed: token expired", sessionId="s1")
+    result = mem.search("JWT validation failed: token expired", scope={"sessionId": "s1"})
+    assert result == {
+        "pins": [],
+        "candidates": [
+            {
+                "entity": {
+                    "id": "o1",
+                    "kind": "message",
+                    "content": "JWT validation failed: token expired",
+                    "provenance": {},
+                    "ts": NOW,
+                    "scopeIds": {"sessionId": "s1"},
+                    "redacted": False,
+                },
+                "score": 0.65,
+                "matchContext": "**JWT** **validation** **failed**: **token** **expired**",
+            }
+        ],
+        "provenance": {
+            "query": "JWT validation failed: token expired",
+            "scopeIds": {"sessionId": "s1"},
+            "totalCandidates": 1,
+            "returnedCandidates": 1,
+            "truncatedDueToTokenBudget": False,
+            "providerUsed": "local-fts",
+        },
+    }
+
+
+def test_match_context_is_a_snippet_around_the_match(store, mem):
+    words = [f"w{n}" for n in range(60)]
+    words[40] = "needle"
+    obs(store, "long", " ".join(words))
+    context = mem.search("needle")["candidates"][0]["matchContext"]
+    assert "**needle**" in context
+    assert not context.startswith("w0 ")
+    assert len(context.split()) <= 16
+
+
+def test_explicit_syntax_is_honoured(store, mem):
+    obs(store, "phrase", "the token expired today")
+    obs(store, "apart", "expired: the old token")
+    obs(store, "prefix", "authentication middleware")
+    assert [c["entity"]["id"] for c in mem.search('"token expired"')["candidates"]] == ["phrase"]
+    assert [c["entity"]["id"] for c in mem.search("auth*")["candidates"]] == ["prefix"]
+    not_apart = mem.search("token NOT old")["candidates"]
+    assert [c["entity"]["id"] for c in not_apart] == ["phrase"]
+    assert len(mem.search("token OR authentication")["candidates"]) == 3
+
+
+# ---------------------------------------------------------------- token budget
+
+
+def test_token_budget_drops_lowest_candidates_first(store, mem):
+    obs(store, "p", "pinned note about the cache")
+    pin(store, "pin_1", "p")
+    for n in range(8):
+        obs(store, f"c{n}", f"cache entry {n} " + "x" * 200, ts=NOW - n * DAY)
+    full = mem.search("cache", max_results=20)
+    assert full["provenance"]["returnedCandidates"] == 8
+
+    def chars(result):
+        return len(canonical.encode_compact(result).decode("utf-8"))
+
+    budget = (chars(full) - 1) // 4  # one character too few for everything
+    cut = mem.search("cache", max_results=20, max_tokens=budget)
+    kept = cut["provenance"]["returnedCandidates"]
+    assert 0 < kept < 8
+    assert cut["candidates"] == full["candidates"][:kept]
+    assert cut["provenance"]["truncatedDueToTokenBudget"] is True
+    assert cut["provenance"]["totalCandidates"] == 8
+    assert chars(cut) <= budget * 4
+    one_more = dict(cut, candidates=full["candidates"][: kept + 1])
+    one_more["provenance"] = dict(cut["provenance"], returnedCandidates=kept + 1)
+    assert chars(one_more) > budget * 4
+    assert cut["pins"] == full["pins"]
+
+    tiny = mem.search("cache", max_tokens=1)
+    assert tiny["candidates"] == [] and len(tiny["pins"]) == 1  # pins are never dropped
+    assert tiny["provenance"]["truncatedDueToTokenBudget"] is True
+    roomy = mem.search("cache", max_results=20, max_tokens=10**6)
+    assert roomy == full
+
+
+# ---------------------------------------------------------------- the index is only a cache
+
+
+def test_deleting_the_index_changes_no_result(store):
+    obs(store, "a", "token expired in auth", ts=NOW - DAY, sessionId="s1")
+    obs(store, "b", "auth cache miss", ts=NOW - 2 * DAY, sessionId="s1")
+    obs(store, "c", "token refresh", ts=NOW - 40 * DAY, sessionId="s2")
+    summary(store, "sum_1", "token fix", "cap_1", sessionId="s1")
+    capsule(store, "cap_1", opened=NOW - 5, closed=NOW - 1, summary_id="sum_1", sessionId="s1")
+    pin(store, "pin_1", "b", sessionId="s1")
+    queries = [
+        ("token", None),
+        ("auth", {"sessionId": "s1"}),
+        ('"token expired"', None),
+        ("", None),
+    ]
+    with Memory(store.root) as first:
+        before = [first.search(q, scope=s) for q, s in queries]
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(f"{store.index_path}{suffix}"):
+            os.unlink(f"{store.index_path}{suffix}")
+    with Memory(store.root) as second:
+        after = [second.search(q, scope=s) for q, s in queries]
+    assert after == before
+
+
+def test_results_follow_the_files_without_reindex(store, mem):
+    path = store.path_for("observations", "o")
+    obs(store, "o", "first words")
+    assert ranked(mem.search("first")) == [("o", 0.65)]
+    path.write_bytes(path.read_bytes().replace(b"first words", b"other words"))
+    assert mem.search("first")["candidates"] == []
+    path.unlink()
+    assert mem.search("other")["candidates"] == []
+
+
+# ---------------------------------------------------------------- options
+
+
+def test_kindling_now_is_required_to_be_an_integer(store, mem, monkeypatch):
+    monkeypatch.setenv("KINDLING_NOW", "soon")
+    with pytest.raises(KindlingError, match="KINDLING_NOW"):
+        mem.search("x")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"kinds": ["shout"]}, "invalid kind 'shout'"),
+        ({"max_results": -1}, "max results"),
+        ({"max_tokens": -5}, "max tokens"),
+        ({"since": "yesterday"}, "since"),
+        ({"scope": {"branch": "x"}}, "scope.branch is not a scope field"),
+    ],
+)
+def test_invalid_options(mem, kwargs, message):
+    with pytest.raises(ValidationError, match=message):
+        mem.search("x", **kwargs)
