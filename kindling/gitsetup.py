@@ -149,7 +149,7 @@ class Unmerged(NamedTuple):
 
 def unmerged_paths(top: Path, pathspec: str) -> dict[str, dict[int, str]]:
     """path -> {stage: blob sha} for every unmerged path under `pathspec` (repo-relative)."""
-    out = git(top, "ls-files", "-u", "-z", "--full-name", "--", pathspec)
+    out = git(top, "ls-files", "-u", "-z", "--full-name", "--", f":(literal){pathspec}")
     entries: dict[str, dict[int, str]] = {}
     for record in out.split(b"\0"):
         if not record:
@@ -176,7 +176,7 @@ def read_stages(top: Path, path: str, shas: dict[int, str]) -> Unmerged:
 
 def stage_file(top: Path, path: str) -> None:
     """`git add` one repo-relative path, marking its conflict resolved."""
-    git(top, "add", "--", path)
+    git(top, "add", "--", f":(literal){path}")
 
 
 class ResolveReport(NamedTuple):
@@ -197,6 +197,10 @@ def resolve_conflicts(store_root: str | os.PathLike, ids: Iterable[str] = ()) ->
     from kindling.store import Store
 
     root = Path(store_root)
+    wanted = list(ids)
+    for ref in wanted:
+        if not ref.strip():
+            raise KindlingError("an empty id matches nothing; give ids or prefixes, or none at all")
     top = require_repo(root)
     try:
         pathspec = os.path.relpath(root.resolve() / "objects", top.resolve())
@@ -205,7 +209,6 @@ def resolve_conflicts(store_root: str | os.PathLike, ids: Iterable[str] = ()) ->
     if pathspec.startswith(".."):
         raise KindlingError(f"{root} is not inside the git work tree {top}")
     entries = unmerged_paths(top, pathspec.replace(os.sep, "/"))
-    wanted = list(ids)
     chosen = {
         path: shas
         for path, shas in entries.items()
