@@ -421,3 +421,31 @@ def test_two_branches_of_memory_merge_and_search_sees_both(repo):
         found = kindling("--store", str(store_path), "search", word)
         assert found.returncode == 0, found.stderr
         assert word in found.stdout, (word, found.stdout)
+
+
+def test_resolve_leaves_delete_modify_to_a_human(repo):
+    store = store_of(repo)
+    pin = {
+        "id": "pin_gone",
+        "targetType": "observation",
+        "targetId": "o-base",
+        "reason": "keep",
+        "createdAt": 1750416100000,
+        "expiresAt": None,
+        "scopeIds": {},
+    }
+    store.write("pins", pin)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "pin")
+    git(repo, "checkout", "-q", "-b", "b")
+    store.write("pins", {**pin, "reason": "edited on b"})
+    git(repo, "commit", "-q", "-am", "edit pin")
+    git(repo, "checkout", "-q", "main")
+    store.remove("pins", "pin_gone")
+    git(repo, "commit", "-q", "-am", "unpin")
+    assert git(repo, "merge", "--no-edit", "b", check=False).returncode != 0
+    result = kindling("--store", str(repo / ".kindling"), "resolve")
+    assert result.returncode == 1
+    assert "needs a human" in result.stdout and "deleted on ours" in result.stdout
+    empty = kindling("--store", str(repo / ".kindling"), "resolve", "")
+    assert empty.returncode == 1 and "empty id" in empty.stderr
