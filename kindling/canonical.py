@@ -49,7 +49,9 @@ def decode(data: bytes) -> dict:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         if has_conflict_markers(data):
-            raise DecodeError("holds git merge conflict markers (<<<<<<< ======= >>>>>>>)") from None
+            raise DecodeError(
+                "holds git merge conflict markers (<<<<<<< ======= >>>>>>>)"
+            ) from None
         raise DecodeError(f"not valid JSON ({exc})") from None
     if not isinstance(value, dict):
         raise DecodeError(f"not a JSON object (found {type(value).__name__})")

@@ -22,12 +22,11 @@ from kindling.model import (
     REDACTED_CONTENT,
     SINGULAR,
     check_id,
-    is_valid_id,
     new_id,
     scope_errors,
     validate,
 )
-from kindling.store import Store, default_init_root, locate, STORE_DIRNAME
+from kindling.store import STORE_DIRNAME, Store, default_init_root, locate
 
 MIN_PREFIX = 6
 
@@ -73,7 +72,9 @@ class Memory:
         self._index = None
 
     @classmethod
-    def init(cls, path: str | os.PathLike | None = None, *, store: str | os.PathLike | None = None) -> Memory:
+    def init(
+        cls, path: str | os.PathLike | None = None, *, store: str | os.PathLike | None = None
+    ) -> Memory:
         """Create a store (`store` is the store dir itself; `path` gets `.kindling/` inside)."""
         if store is not None:
             root = Path(store).expanduser().absolute()
@@ -126,16 +127,19 @@ class Memory:
         """Find an entity by full id or by a unique prefix of at least 6 characters."""
         check_id(ref)
         what = SINGULAR[entity_type] if entity_type else "entity"
-        self.fresh()
-        hit = self.index.get(ref, entity_type)
-        if hit is None and entity_type is None:
-            hit = self.index.get(ref)
-        if hit is not None:
-            return Found(*hit)
+        # A full id is found by its path alone: no sync, no index.
+        for etype in (entity_type,) if entity_type else ENTITY_TYPES:
+            entity = self.store.load(etype, ref)
+            if entity is not None:
+                return Found(etype, entity, str(self.store.path_for(etype, ref)))
         if len(ref) < MIN_PREFIX:
-            raise NotFoundError(f"no {what} with id {ref!r} (id prefixes need {MIN_PREFIX}+ characters)")
+            raise NotFoundError(
+                f"no {what} with id {ref!r} (id prefixes need {MIN_PREFIX}+ characters)"
+            )
+        self.fresh()
         matches = [
-            m for m in self.index.match_prefix(ref, limit=11)
+            m
+            for m in self.index.match_prefix(ref, limit=11)
             if entity_type is None or m.entity_type == entity_type
         ]
         if not matches:
@@ -152,7 +156,8 @@ class Memory:
         entity = self.store.load(found.entity_type, found.entity["id"])
         if entity is None:
             raise NotFoundError(f"no entity with id {ref!r}")
-        return Found(found.entity_type, entity, str(self.store.path_for(found.entity_type, entity["id"])))
+        path = str(self.store.path_for(found.entity_type, entity["id"]))
+        return Found(found.entity_type, entity, path)
 
     def _load_for_update(self, entity_type: str, entity_id: str) -> dict:
         entity = self.store.load(entity_type, entity_id)
@@ -185,7 +190,9 @@ class Memory:
         """Record an observation, appending it to the open capsule it belongs to."""
         scope = _check_scope(scope)
         if kind not in OBSERVATION_KINDS:
-            raise ValidationError(f"invalid kind {kind!r}: use one of {', '.join(OBSERVATION_KINDS)}")
+            raise ValidationError(
+                f"invalid kind {kind!r}: use one of {', '.join(OBSERVATION_KINDS)}"
+            )
         if not isinstance(content, str) or not content.strip():
             raise ValidationError("content must be a non-empty string")
         if provenance is not None and not isinstance(provenance, dict):
@@ -342,7 +349,9 @@ class Memory:
         with self.store.locked("observations", target):
             observation = self._load_for_update("observations", target)
             if observation["redacted"]:
-                return Written("observations", observation, self.store.path_for("observations", target))
+                return Written(
+                    "observations", observation, self.store.path_for("observations", target)
+                )
             observation.update(content=REDACTED_CONTENT, provenance={}, redacted=True)
             return self._write("observations", observation)
 
@@ -362,7 +371,9 @@ class Memory:
             raise ValidationError(f"unknown entity type {entity_type!r}")
         for k in kinds or ():
             if k not in OBSERVATION_KINDS:
-                raise ValidationError(f"invalid kind {k!r}: use one of {', '.join(OBSERVATION_KINDS)}")
+                raise ValidationError(
+                    f"invalid kind {k!r}: use one of {', '.join(OBSERVATION_KINDS)}"
+                )
         scope = _check_scope(scope)
         self.fresh()
         if entity_type != "pins" or include_expired:
@@ -425,4 +436,4 @@ class Memory:
         return self.index.sync(trust_watcher=False)
 
 
-__all__ = ["Found", "Memory", "Written", "is_valid_id"]
+__all__ = ["Found", "Memory", "Written"]

@@ -41,6 +41,9 @@ SINGULAR = {
 }
 PLURAL = {v: k for k, v in SINGULAR.items()}
 
+# Largest observation or summary content stored, in UTF-8 bytes: big enough for a long log or
+# diff, small enough that the index and every reader stay responsive.
+MAX_CONTENT_BYTES = 16 * 1024 * 1024
 ID_MAX_LEN = 200
 # Safe as a file name on every OS: no separators, no leading dot, no NUL, bounded length.
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}")
@@ -126,6 +129,10 @@ def _check_text(errors: list[str], data: dict, key: str) -> None:
     v = data.get(key)
     if not isinstance(v, str) or not v.strip():
         errors.append(f"{key} must be a non-empty string")
+    elif len(v) > MAX_CONTENT_BYTES // 4:  # only long text can be over the limit: skip encoding
+        size = len(v.encode("utf-8", "surrogatepass"))
+        if size > MAX_CONTENT_BYTES:
+            errors.append(f"{key} is {size:,} bytes, over the 16 MiB limit")
 
 
 def _check_id_field(errors: list[str], data: dict, key: str) -> None:

@@ -56,8 +56,9 @@ def run(store_dir):
     return invoke
 
 
-def run_kindling(*args: str, env: dict | None = None, input: bytes | None = None, cwd=None,
-                 timeout: float = 60) -> subprocess.CompletedProcess:
+def run_kindling(
+    *args: str, env: dict | None = None, input: bytes | None = None, cwd=None, timeout: float = 60
+) -> subprocess.CompletedProcess:
     """Run `python -m kindling ARGS` as a real process."""
     return subprocess.run(
         [sys.executable, "-m", "kindling", *args],

@@ -9,17 +9,17 @@ from hypothesis import strategies as st
 from kindling import canonical
 
 GOLDEN = (
-    b'{\n'
+    b"{\n"
     b'  "content": "caf\xc3\xa9 \xe2\x80\x94 keep",\n'
     b'  "id": "x1",\n'
     b'  "nested": {\n'
     b'    "a": [\n'
-    b'      1,\n'
-    b'      2.5\n'
-    b'    ],\n'
+    b"      1,\n"
+    b"      2.5\n"
+    b"    ],\n"
     b'    "b": null\n'
-    b'  }\n'
-    b'}\n'
+    b"  }\n"
+    b"}\n"
 )
 
 
@@ -57,7 +57,9 @@ def test_nan_cannot_be_encoded_silently():
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.text(),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4)
+    ),
     max_leaves=20,
 )
 

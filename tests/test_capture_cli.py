@@ -70,8 +70,12 @@ def test_init_in_a_git_repo_registers_the_merge_driver_and_claude_hooks(tmp_path
     out = ok(result)
     assert "Registered the Kindling merge driver" in out
     assert "merge=kindling" in (tmp_path / ".kindling" / ".gitattributes").read_text()
-    driver = subprocess.run(["git", "config", "--get", "merge.kindling.driver"], cwd=tmp_path,
-                            capture_output=True, text=True).stdout
+    driver = subprocess.run(
+        ["git", "config", "--get", "merge.kindling.driver"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    ).stdout
     assert driver.strip() == "kindling merge-driver %O %A %B"
     settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
     assert "kindling hook SessionStart" in json.dumps(settings["hooks"]["SessionStart"])

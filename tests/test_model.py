@@ -28,22 +28,44 @@ def observation(**overrides):
 
 def test_spec_examples_are_valid():
     validate("observations", observation())
-    validate("capsules", {
-        "id": "cap_8a3f", "type": "session", "intent": "investigating the memory leak",
-        "status": "closed", "openedAt": 1750416000000, "closedAt": 1750416600000,
-        "scopeIds": {"repoId": "my-project"}, "observationIds": ["9c20f3a1-x", "5f1c"],
-        "summaryId": "sum_1b2c",
-    })
-    validate("summaries", {
-        "id": "sum_1b2c", "content": "Fixed JWT expiration check in middleware",
-        "confidence": 0.85, "evidenceRefs": ["9c20f3a1-x"], "capsuleId": "cap_8a3f",
-        "ts": 1750416600000, "scopeIds": {"repoId": "my-project"},
-    })
-    validate("pins", {
-        "id": "pin_4d5e", "targetType": "observation", "targetId": "9c20f3a1-x",
-        "reason": "root cause — keep handy", "createdAt": 1750416100000, "expiresAt": None,
-        "scopeIds": {"sessionId": "session-1"},
-    })
+    validate(
+        "capsules",
+        {
+            "id": "cap_8a3f",
+            "type": "session",
+            "intent": "investigating the memory leak",
+            "status": "closed",
+            "openedAt": 1750416000000,
+            "closedAt": 1750416600000,
+            "scopeIds": {"repoId": "my-project"},
+            "observationIds": ["9c20f3a1-x", "5f1c"],
+            "summaryId": "sum_1b2c",
+        },
+    )
+    validate(
+        "summaries",
+        {
+            "id": "sum_1b2c",
+            "content": "Fixed JWT expiration check in middleware",
+            "confidence": 0.85,
+            "evidenceRefs": ["9c20f3a1-x"],
+            "capsuleId": "cap_8a3f",
+            "ts": 1750416600000,
+            "scopeIds": {"repoId": "my-project"},
+        },
+    )
+    validate(
+        "pins",
+        {
+            "id": "pin_4d5e",
+            "targetType": "observation",
+            "targetId": "9c20f3a1-x",
+            "reason": "root cause — keep handy",
+            "createdAt": 1750416100000,
+            "expiresAt": None,
+            "scopeIds": {"sessionId": "session-1"},
+        },
+    )
 
 
 def test_every_bad_field_is_named_in_one_message():
@@ -67,7 +89,9 @@ def test_missing_and_unknown_fields():
 
 @pytest.mark.parametrize("value", [True, 1.5, "1", None])
 def test_timestamps_must_be_integers(value):
-    assert any("ts must be an integer" in e for e in entity_errors("observations", observation(ts=value)))
+    assert any(
+        "ts must be an integer" in e for e in entity_errors("observations", observation(ts=value))
+    )
 
 
 def test_redacted_observation_must_hold_the_marker():
@@ -78,8 +102,15 @@ def test_redacted_observation_must_hold_the_marker():
 
 
 def test_capsule_closed_at_rules():
-    cap = {"id": "cap_1", "type": "session", "intent": "x", "status": "open", "openedAt": 5,
-           "scopeIds": {}, "observationIds": []}
+    cap = {
+        "id": "cap_1",
+        "type": "session",
+        "intent": "x",
+        "status": "open",
+        "openedAt": 5,
+        "scopeIds": {},
+        "observationIds": [],
+    }
     assert entity_errors("capsules", cap) == []
     assert entity_errors("capsules", {**cap, "closedAt": 9}) == [
         "closedAt is only present once status is closed"
@@ -97,8 +128,15 @@ def test_capsule_closed_at_rules():
 
 @pytest.mark.parametrize("confidence", [-0.1, 1.01, float("nan"), True, "1"])
 def test_confidence_range(confidence):
-    summary = {"id": "sum_1", "content": "x", "confidence": confidence, "evidenceRefs": [],
-               "capsuleId": "cap_1", "ts": 1, "scopeIds": {}}
+    summary = {
+        "id": "sum_1",
+        "content": "x",
+        "confidence": confidence,
+        "evidenceRefs": [],
+        "capsuleId": "cap_1",
+        "ts": 1,
+        "scopeIds": {},
+    }
     assert entity_errors("summaries", summary) == ["confidence must be a number from 0 to 1"]
 
 
@@ -108,8 +146,23 @@ def test_provenance_must_be_plain_finite_json():
 
 
 @pytest.mark.parametrize(
-    "bad", ["", "../x", "../../etc/passwd", "a/b", ".hidden", "-x", "a b", "a\x00b", "x" * 201,
-            "é", "a\\b", "C:", None, 5]
+    "bad",
+    [
+        "",
+        "../x",
+        "../../etc/passwd",
+        "a/b",
+        ".hidden",
+        "-x",
+        "a b",
+        "a\x00b",
+        "x" * 201,
+        "é",
+        "a\\b",
+        "C:",
+        None,
+        5,
+    ],
 )
 def test_unsafe_ids_are_rejected(bad):
     assert not is_valid_id(bad)
@@ -121,8 +174,10 @@ def test_safe_ids_are_accepted(good):
 
 
 def test_new_ids_follow_the_house_patterns():
-    assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
-                        new_id("observations"))
+    assert re.fullmatch(
+        r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
+        new_id("observations"),
+    )
     for etype, prefix in (("capsules", "cap_"), ("summaries", "sum_"), ("pins", "pin_")):
         assert re.fullmatch(prefix + r"[0-9a-f]{32}", new_id(etype))
 

@@ -7,9 +7,16 @@ import sys
 import click
 
 from kindling import canonical
-from kindling.cli.common import echo_json, json_option, notice, open_memory, scope_from, scope_options
+from kindling.cli.common import (
+    echo_json,
+    json_option,
+    notice,
+    open_memory,
+    scope_from,
+    scope_options,
+)
 from kindling.errors import KindlingError
-from kindling.model import CAPSULE_TYPES, OBSERVATION_KINDS
+from kindling.model import CAPSULE_TYPES, MAX_CONTENT_BYTES, OBSERVATION_KINDS
 
 
 def _report(written, json_: bool) -> None:
@@ -25,8 +32,11 @@ def _report(written, json_: bool) -> None:
 
 @click.command("init")
 @click.argument("path", required=False, type=click.Path(file_okay=False))
-@click.option("--claude-code", is_flag=True,
-              help="Also add Kindling's hooks to the project's .claude/settings.json.")
+@click.option(
+    "--claude-code",
+    is_flag=True,
+    help="Also add Kindling's hooks to the project's .claude/settings.json.",
+)
 @click.pass_context
 def init_cmd(ctx: click.Context, path: str | None, claude_code: bool) -> None:
     """Create a store: PATH/.kindling (default: the git work tree's top, else here).
@@ -65,7 +75,10 @@ def init_cmd(ctx: click.Context, path: str | None, claude_code: bool) -> None:
 def _read_content(content: str) -> str:
     if content != "-":
         return content
-    data = sys.stdin.buffer.read()
+    # Read one byte past the limit so an oversized input is refused without holding it all.
+    data = sys.stdin.buffer.read(MAX_CONTENT_BYTES + 1)
+    if len(data) > MAX_CONTENT_BYTES:
+        raise KindlingError(f"stdin is over the {MAX_CONTENT_BYTES:,}-byte (16 MiB) content limit")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -80,7 +93,7 @@ def _parse_provenance(text: str | None) -> dict | None:
     except canonical.DecodeError as exc:
         raise KindlingError(f"--provenance is {exc}") from None
     if not isinstance(value, dict):
-        raise KindlingError("--provenance must be a JSON object, e.g. '{\"file\": \"auth.ts\"}'")
+        raise KindlingError('--provenance must be a JSON object, e.g. \'{"file": "auth.ts"}\'')
     return value
 
 
@@ -126,7 +139,9 @@ def capsule_group() -> None:
 
 @capsule_group.command("open")
 @click.option("--intent", required=True, help="What this episode of work is for.")
-@click.option("--type", "type_", type=click.Choice(CAPSULE_TYPES), default="session", show_default=True)
+@click.option(
+    "--type", "type_", type=click.Choice(CAPSULE_TYPES), default="session", show_default=True
+)
 @scope_options
 @json_option
 @click.pass_context
@@ -145,10 +160,15 @@ def capsule_open_cmd(ctx, intent, type_, json_, **scope_kwargs) -> None:
 @click.argument("capsule_id")
 @click.option("--summary", help="Write a summary of the capsule.")
 @click.option(
-    "--confidence", type=click.FloatRange(0, 1), default=1.0, show_default=True,
+    "--confidence",
+    type=click.FloatRange(0, 1),
+    default=1.0,
+    show_default=True,
     help="Confidence in the summary.",
 )
-@click.option("--evidence", multiple=True, metavar="OBS_ID", help="Observation backing the summary.")
+@click.option(
+    "--evidence", multiple=True, metavar="OBS_ID", help="Observation backing the summary."
+)
 @json_option
 @click.pass_context
 def capsule_close_cmd(ctx, capsule_id, summary, confidence, evidence, json_) -> None:
@@ -168,7 +188,9 @@ def capsule_close_cmd(ctx, capsule_id, summary, confidence, evidence, json_) -> 
 @click.argument("target_type", type=click.Choice(["observation", "summary"]))
 @click.argument("target_id")
 @click.option("--note", help="Why it matters (stored as reason).")
-@click.option("--ttl", type=click.IntRange(min=1), metavar="MS", help="Expire after MS milliseconds.")
+@click.option(
+    "--ttl", type=click.IntRange(min=1), metavar="MS", help="Expire after MS milliseconds."
+)
 @scope_options
 @json_option
 @click.pass_context

@@ -35,8 +35,13 @@ def show_cmd(ctx, entity_id, json_) -> None:
 @click.command("list")
 @click.argument("entity_type", type=click.Choice(ENTITY_TYPES))
 @scope_options
-@click.option("--kind", "kinds", multiple=True, type=click.Choice(OBSERVATION_KINDS),
-              help="Only observations of this kind (repeatable).")
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice(OBSERVATION_KINDS),
+    help="Only observations of this kind (repeatable).",
+)
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--all", "include_expired", is_flag=True, help="Include expired pins.")
 @json_option
