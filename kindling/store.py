@@ -231,10 +231,18 @@ class Store:
 
     def write_file(self, path: Path, data: bytes, *, durable: bool = True) -> None:
         """Temp file in the same directory, flush (+ fsync), os.replace: never a partial file."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+        folder = os.path.dirname(path)
+        tmp = os.path.join(
+            folder, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+        )
         try:
-            with open(tmp, "xb") as fh:
+            fh = open(tmp, "xb")
+        except FileNotFoundError:
+            # First file in this fan-out folder: create it (checked only on a miss).
+            os.makedirs(folder, exist_ok=True)
+            fh = open(tmp, "xb")
+        try:
+            with fh:
                 fh.write(data)
                 fh.flush()
                 if durable:
@@ -245,7 +253,7 @@ class Store:
                 os.unlink(tmp)
             raise
         if durable:
-            _fsync_dir(path.parent)
+            _fsync_dir(folder)
 
     def remove(self, entity_type: str, entity_id: str) -> bool:
         """Delete an entity's file; False when it was not there."""
@@ -275,7 +283,7 @@ class Store:
             os.close(fd)
 
 
-def _fsync_dir(path: Path) -> None:
+def _fsync_dir(path: str | os.PathLike) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
