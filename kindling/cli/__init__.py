@@ -36,6 +36,7 @@ COMMANDS = {
     "browse": "agents:browse_cmd",
     "mcp": "agents:mcp_cmd",
     "hook": "agents:hook_cmd",
+    "watch": "watch:watch_cmd",
 }
 
 

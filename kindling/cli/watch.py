@@ -1,0 +1,99 @@
+"""The `watch` command: keep the index current while files change, one line per batch."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import click
+
+from kindling.cli.common import json_option
+from kindling.watch import DEFAULT_DEBOUNCE_MS, DEFAULT_RECONCILE_S
+
+
+@click.command("watch")
+@click.option(
+    "--debounce",
+    "debounce_ms",
+    type=click.IntRange(min=1),
+    default=DEFAULT_DEBOUNCE_MS,
+    show_default=True,
+    envvar="KINDLING_WATCH_DEBOUNCE_MS",
+    metavar="MS",
+    help="Group changes for up to MS milliseconds before applying them "
+    "(env KINDLING_WATCH_DEBOUNCE_MS).",
+)
+@click.option(
+    "--reconcile-every",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_RECONCILE_S,
+    show_default=True,
+    metavar="SECONDS",
+    help="Also walk the whole store this often, healing anything missed (0: never).",
+)
+@json_option
+@click.pass_context
+def watch_cmd(ctx: click.Context, debounce_ms: int, reconcile_every: float, json_: bool) -> None:
+    """Keep the index current while files change; readers then skip their own walk.
+
+    Prints one line per applied batch (what changed, how long it took); Ctrl-C or SIGTERM
+    stops it. One watcher per store.
+
+    \b
+    Example:
+      kindling watch
+      kindling watch --debounce 100 --json
+    """
+    from kindling.store import Store, locate
+    from kindling.watch import Watcher, run_until_signalled
+
+    store = Store.open(locate(ctx.find_root().obj["store"]))
+    show = _print_json if json_ else _print_text
+    watcher = Watcher(
+        store, debounce_ms=debounce_ms, reconcile_every=reconcile_every, on_event=show
+    )
+    run_until_signalled(watcher)
+
+
+def _print_json(event: dict) -> None:
+    import orjson
+
+    click.echo(orjson.dumps(event).decode())
+
+
+def _print_text(event: dict) -> None:
+    line = describe(event)
+    if line is not None:
+        click.echo(line, err=event["event"] == "error")
+
+
+def describe(event: dict) -> str | None:
+    """The human line for one watcher event (with problem files on the lines after it)."""
+    kind = event["event"]
+    clock = dt.datetime.fromtimestamp(event["time"] / 1000).strftime("%H:%M:%S")
+    if kind == "start":
+        return (
+            f"{clock} watching {event['store']} (pid {event['pid']}, "
+            f"debounce {event['debounceMs']} ms); Ctrl-C to stop"
+        )
+    if kind == "stop":
+        return f"{clock} stopped; the index is current as of the last batch"
+    if kind == "reopen":
+        return f"{clock} the index file was deleted or replaced; reopened {event['path']}"
+    if kind == "error":
+        return f"{clock} error: {event['message']} (will retry)"
+    if kind != "batch":
+        return None
+    counts = [f"{event[key]} {key}" for key in ("added", "updated", "removed") if event[key]]
+    what = ", ".join(counts) if counts else "no change"
+    if event["mode"] == "refresh":
+        head = f"{event['paths']} changed path{'s' if event['paths'] != 1 else ''}"
+    else:
+        head = f"reconciled ({event['reason']})"
+    lines = [f"{clock} {head}: {what} in {_duration(event['ms'])}"]
+    for problem in event["problems"]:
+        lines.append(f"  problem file: {problem['path']}: {problem['reason']}")
+    return "\n".join(lines)
+
+
+def _duration(ms: float) -> str:
+    return f"{ms:.0f} ms" if ms < 10_000 else f"{ms / 1000:.1f} s"

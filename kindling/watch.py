@@ -1,0 +1,361 @@
+"""The loop behind `kindling watch`: keep a store's index current while its files change.
+
+It takes the store's watch lock (one watcher per store), publishes that it is catching up,
+and reconciles (a full incremental sync) once watching has begun. Each batch of changed paths
+is then applied as hints with `Index.refresh`, which re-lists the fan-out folders holding them,
+so the event types reported are never trusted. A large batch, a move of the git HEAD, a quiet
+moment after a burst, a replaced index file and a timer (every few minutes) each lead to a
+reconcile instead. The hand-off to readers follows the contract in kindling.index_folders.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from kindling.errors import KindlingError
+from kindling.store import Store
+from kindling.watch_source import ChangeSource, GitHead, relative, relevant, watchfiles_source
+
+if TYPE_CHECKING:
+    from kindling.index import Index, SyncReport
+
+DEFAULT_DEBOUNCE_MS = 300
+DEFAULT_RECONCILE_S = 300
+BURST = 500  # paths in one batch from which a reconcile is cheaper than per-folder work
+TICK_S = 1.0  # how often an idle watcher looks at the git HEAD, the index file and the lock
+HEARTBEAT_S = 2.0
+STALE_AFTER_S = 15.0  # readers stop trusting a watcher whose heartbeat is older than this
+LOCK_WAIT_S = 1.0  # readers probe the lock for an instant: retry this long before giving up
+RETRY_S = (1.0, 60.0)  # first and longest wait before retrying after an error
+
+Event = dict
+
+
+class Stopped(BaseException):
+    """Raised by the signal handler to end the watcher while it waits for changes."""
+
+
+class Watcher:
+    """Keeps one store's index in step with its files until told to stop."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        debounce_ms: int = DEFAULT_DEBOUNCE_MS,
+        reconcile_every: float = DEFAULT_RECONCILE_S,
+        burst: int = BURST,
+        source: ChangeSource | None = None,
+        on_event: Callable[[Event], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        git_head: GitHead | None = None,
+    ) -> None:
+        self.store = store
+        self.debounce_ms = debounce_ms
+        self.reconcile_every = reconcile_every
+        self.burst = burst
+        self.source = source or watchfiles_source(
+            store.objects, debounce_ms=debounce_ms, tick_s=TICK_S
+        )
+        self.on_event = on_event or (lambda event: None)
+        self.clock = clock
+        self.git = git_head if git_head is not None else GitHead(store.root)
+        self.busy = True  # False only while waiting for the next change set
+        self.index: Index | None = None
+        self._objects = os.path.abspath(store.objects)
+        self._real_objects = os.path.realpath(self._objects)
+        self._lock_fd: int | None = None
+        self._index_ino: int | None = None
+        self._problems: set[tuple[str, str]] = set()
+        self._head: tuple | None = None
+        self._last_beat = self._last_reconcile = 0.0
+        self._settle = False  # reconcile again once the tree is quiet after a burst
+        self._retry_at: float | None = None  # set after an error: reconcile again then
+        self._retry_wait = RETRY_S[0]
+
+    # ------------------------------------------------------------ running
+
+    def run(self, stop: threading.Event | None = None) -> None:
+        """Watch until `stop` is set or the change source ends."""
+        stop = stop or threading.Event()
+        self.busy = True
+        self.index = self._open_index()
+        try:
+            self._take_lock()
+            self._publish(pending=True)
+            self._head = self.git.signature()
+            self._emit(
+                "start", store=str(self.store.root), pid=os.getpid(), debounceMs=self.debounce_ms
+            )
+            changes = iter(self.source(stop))
+            first = True
+            while not stop.is_set():
+                self.busy = False
+                try:
+                    batch = next(changes, None)
+                finally:
+                    self.busy = True
+                if batch is None:
+                    break
+                if first:
+                    first = False
+                    self._reconcile("start", announce=False)
+                else:
+                    self.step(batch)
+        finally:
+            self.busy = True
+            self._shutdown()
+
+    def step(self, changes: Iterable[tuple[int, str]]) -> None:
+        """Apply one change set (empty: a quiet tick), then look after the watcher's duties."""
+        rels = set()
+        for _, path in changes:
+            rel = relative(self._objects, path)
+            if rel is None:
+                rel = relative(self._real_objects, path)
+            if rel is not None and relevant(rel):
+                rels.add(rel)
+        if self._index_replaced() and self._may_retry():
+            if self._reopen():
+                self._reconcile("index replaced", announce=True)
+        elif self._head_moved():
+            self._reconcile("git HEAD moved", announce=True)
+        elif "." in rels:
+            self._reconcile("objects folder replaced", announce=True)
+        elif len(rels) >= self.burst:
+            self._reconcile("burst", announce=True, paths=len(rels))
+            self._settle = True
+        elif rels:
+            self._refresh(rels)
+        elif self._settle:
+            self._reconcile("quiet after a burst", announce=False)
+        self._duties()
+
+    def _duties(self) -> None:
+        now = self.clock()
+        if self._retry_at is not None:
+            if now >= self._retry_at:
+                self._reconcile("retry after an error", announce=False)
+        elif self.reconcile_every and now - self._last_reconcile >= self.reconcile_every:
+            self._reconcile("periodic", announce=False)
+        self._check_lock()
+        if self.clock() - self._last_beat >= HEARTBEAT_S:
+            try:
+                self._publish(pending=self._retry_at is not None)
+            except (sqlite3.Error, KindlingError, OSError) as exc:
+                self._failed(f"cannot publish the watcher's state: {exc}")
+
+    def _may_retry(self) -> bool:
+        return self._retry_at is None or self.clock() >= self._retry_at
+
+    # ------------------------------------------------------------ applying changes
+
+    def _refresh(self, rels: set[str]) -> None:
+        paths = [self.store.objects / rel for rel in sorted(rels)]
+        self._apply(
+            lambda index: index.refresh(paths),
+            mode="refresh",
+            reason="changes",
+            paths=len(rels),
+            announce=True,
+        )
+
+    def _reconcile(self, reason: str, *, announce: bool, paths: int = 0) -> None:
+        self._settle = False
+        self._last_reconcile = self.clock()
+        self._apply(
+            lambda index: index.sync(trust_watcher=False),
+            mode="reconcile",
+            reason=reason,
+            paths=paths,
+            announce=announce,
+        )
+
+    def _apply(
+        self,
+        action: Callable[[Index], SyncReport],
+        *,
+        mode: str,
+        reason: str,
+        paths: int,
+        announce: bool,
+    ) -> None:
+        began = time.perf_counter()
+        try:
+            if announce:
+                self._publish(pending=True)
+            try:
+                report = action(self.index)
+            except sqlite3.DatabaseError:
+                # A damaged index: a full sync discards and rebuilds it.
+                report = self.index.sync(trust_watcher=False)
+            ms = round((time.perf_counter() - began) * 1000, 1)
+            self._publish(pending=False)
+        except (sqlite3.Error, KindlingError, OSError) as exc:
+            self._failed(f"{mode} failed: {exc}")
+            return
+        self._retry_at, self._retry_wait = None, RETRY_S[0]
+        current = {(p.path, p.reason) for p in report.problems}
+        new = sorted(current - self._problems)
+        self._problems = current
+        self._emit(
+            "batch",
+            mode=mode,
+            reason=reason,
+            paths=paths,
+            added=report.added,
+            updated=report.updated,
+            removed=report.removed,
+            problems=[{"path": p, "reason": r} for p, r in new],
+            ms=ms,
+        )
+
+    def _failed(self, message: str) -> None:
+        self._emit("error", message=message)
+        self._retry_at = self.clock() + self._retry_wait
+        self._retry_wait = min(self._retry_wait * 2, RETRY_S[1])
+        with contextlib.suppress(sqlite3.Error, KindlingError, OSError):
+            self._publish(pending=True)
+
+    # ------------------------------------------------------------ the index file
+
+    def _open_index(self) -> Index:
+        from kindling.index import Index
+
+        index = Index(self.store)
+        if index.watch_lock_path is None:
+            index.close()
+            raise KindlingError(
+                f"cannot watch {self.store.root}: there is nowhere to keep its index "
+                "(the store and the cache directory are both read-only)"
+            )
+        self._index_ino = _inode(index.path)
+        return index
+
+    def _index_replaced(self) -> bool:
+        return _inode(self.index.path) != self._index_ino
+
+    def _reopen(self) -> bool:
+        """Connect to the index file now at the index path (deleted or replaced underneath)."""
+        try:
+            fresh = self._open_index()
+        except (sqlite3.Error, KindlingError, OSError) as exc:
+            self._failed(f"cannot reopen the index: {exc}")
+            return False
+        self.index.close()
+        self.index = fresh
+        self._problems = set()
+        self._emit("reopen", path=str(fresh.path))
+        return True
+
+    def _publish(self, *, pending: bool) -> None:
+        now_ms = time.time_ns() // 1_000_000
+        self.index.set_watcher_state(
+            {
+                "pid": os.getpid(),
+                "pending": pending,
+                "heartbeatMs": now_ms,
+                "staleAfterMs": int(STALE_AFTER_S * 1000),
+                "debounceMs": self.debounce_ms,
+            }
+        )
+        self._last_beat = self.clock()
+
+    def _head_moved(self) -> bool:
+        head = self.git.signature()
+        moved = head != self._head
+        self._head = head
+        return moved
+
+    # ------------------------------------------------------------ the lock
+
+    def _take_lock(self) -> None:
+        path = self.index.watch_lock_path
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise KindlingError(self._refusal(path)) from None
+                time.sleep(0.02)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+        self._lock_fd = fd
+
+    def _refusal(self, path: Path) -> str:
+        pid = None
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(path.read_text().strip())
+        if pid is None:
+            with contextlib.suppress(sqlite3.Error, KindlingError, AttributeError):
+                pid = self.index.watcher_state().get("pid")
+        who = f"pid {pid}" if pid else "another process"
+        return (
+            f"kindling watch is already running on {self.store.root} ({who}); "
+            "one watcher per store is enough"
+        )
+
+    def _check_lock(self) -> None:
+        """Take the lock again if its file was deleted or replaced underneath."""
+        path = self.index.watch_lock_path
+        if self._lock_fd is None or _inode(path) == os.fstat(self._lock_fd).st_ino:
+            return
+        self._take_lock()
+
+    # ------------------------------------------------------------ stopping
+
+    def _shutdown(self) -> None:
+        if self.index is not None:
+            if self._lock_fd is not None:
+                with contextlib.suppress(sqlite3.Error, KindlingError, OSError):
+                    self.index.set_watcher_state(None)
+            self.index.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the lock
+            self._lock_fd = None
+            self._emit("stop")
+
+    def _emit(self, kind: str, **fields) -> None:
+        self.on_event({"event": kind, "time": time.time_ns() // 1_000_000, **fields})
+
+
+def _inode(path: str | os.PathLike) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def run_until_signalled(watcher: Watcher) -> None:
+    """Run `watcher` until SIGINT or SIGTERM; a second signal cuts short work in progress."""
+    stop = threading.Event()
+
+    def handle(signum: int, frame: object) -> None:
+        again = stop.is_set()
+        stop.set()
+        if again or not watcher.busy:
+            raise Stopped
+
+    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        watcher.run(stop)
+    except Stopped:
+        pass
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
