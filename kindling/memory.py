@@ -10,7 +10,7 @@ import hashlib
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 from kindling.clock import now_ms
 from kindling.errors import KindlingError, NotFoundError, ValidationError
@@ -401,6 +401,31 @@ class Memory:
             ],
             "problems": [{"path": p.path, "reason": p.reason} for p in report.problems],
         }
+
+    def export(
+        self,
+        out: str | os.PathLike | BinaryIO,
+        *,
+        scope: dict | None = None,
+        include_redacted: bool = False,
+    ):
+        """Write a bundle to a binary stream, or atomically to a file path; an ExportReport."""
+        from kindling.export import export_bundle, export_to_path
+
+        options = {"scope": scope, "include_redacted": include_redacted}
+        if isinstance(out, (str, os.PathLike)):
+            return export_to_path(self.store, out, **options)
+        return export_bundle(self.store, out, **options)
+
+    def import_bundle(
+        self, source: bytes, *, on_conflict: str = "keep", dry_run: bool = False, progress=None
+    ):
+        """Import a bundle's bytes: all validated before any write; an ImportReport."""
+        from kindling.importer import import_bundle
+
+        return import_bundle(
+            self, source, on_conflict=on_conflict, dry_run=dry_run, progress=progress
+        )
 
     def search(
         self,

@@ -36,17 +36,16 @@ def export_cmd(ctx, output, include_redacted, **scope_kwargs) -> None:
       kindling export -o memory.json
       kindling export --repo my-project | gzip > memory.json.gz
     """
-    from kindling.export import describe, export_bundle, export_to_path
-    from kindling.store import Store, locate
+    from kindling.export import describe
 
-    store = Store.open(locate(ctx.find_root().obj["store"]))
+    memory = open_memory(ctx)
     options = {"scope": scope_from(scope_kwargs), "include_redacted": include_redacted}
     if output and output != "-":
-        report = export_to_path(store, output, **options)
+        report = memory.export(output, **options)
         notice(f"{describe(report)} Bundle written to {output}.")
     else:
         try:
-            report = export_bundle(store, sys.stdout.buffer, **options)
+            report = memory.export(sys.stdout.buffer, **options)
         except BrokenPipeError:
             # The reader went away (`kindling export | head`): stop quietly, as cat does.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -83,11 +82,9 @@ def import_cmd(ctx, source, on_conflict, dry_run, json_) -> None:
       gunzip -c memory.json.gz | kindling import - --json
     """
     from kindling.bundle import read_source
-    from kindling.importer import import_bundle
 
     with open_memory(ctx) as memory, _Progress() as progress:
-        report = import_bundle(
-            memory,
+        report = memory.import_bundle(
             read_source(source),
             on_conflict=on_conflict,
             dry_run=dry_run,
