@@ -73,7 +73,7 @@ class FileRead(NamedTuple):
 
 
 # Bump on any change to the tables below; an index with another PRAGMA user_version is rebuilt.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # A file (or folder) whose mtime or ctime is this close to the moment its stat data was taken
 # may change again within the same timestamp tick without its stat data changing, so it is
@@ -118,6 +118,11 @@ CREATE TABLE entities (
     shadowed INTEGER NOT NULL DEFAULT 0,   -- another file holds the same id and wins
     json BLOB NOT NULL
 );
+CREATE TABLE folders (
+    path TEXT PRIMARY KEY,           -- a fan-out folder '<type>/<xx>'
+    count INTEGER NOT NULL,          -- entity files in it at the last check
+    fingerprint INTEGER              -- their stat data summed, NULL: compare file by file
+) WITHOUT ROWID;
 CREATE TABLE dirs (
     path TEXT PRIMARY KEY,           -- a type folder or a fan-out folder, relative to objects/
     mtime_ns INTEGER NOT NULL,
@@ -202,13 +207,17 @@ def searchable_text(entity_type: str, entity: dict) -> str | None:
 def create(conn: sqlite3.Connection) -> None:
     """Drop whatever tables exist and create the current schema, in the caller's transaction."""
     drop_all(conn)
-    for statement in TABLES.split(";"):
-        if statement.strip():
-            conn.execute(statement)
+    _run(conn, TABLES)
 
 
 def create_indexes(conn: sqlite3.Connection) -> None:
-    for statement in INDEXES.split(";"):
+    _run(conn, INDEXES)
+
+
+def _run(conn: sqlite3.Connection, script: str) -> None:
+    # Statement by statement: executescript() would commit the caller's transaction.
+    lines = [line.split("--", 1)[0] for line in script.splitlines()]
+    for statement in "\n".join(lines).split(";"):
         if statement.strip():
             conn.execute(statement)
 

@@ -3,16 +3,19 @@ row changes they share.
 
 Every file's stat data is recorded as one key, `size:mtime_ns:ctime_ns:inode`, or as "" when
 the file changed too recently for its stat data to be trusted (git's racy rule), which makes
-the next sync re-read it. The stat data is always taken before the bytes are read, so a file
-changed during a sync differs on the next one. Files are read outside any lock; each batch of
-row changes is one short write transaction.
+the next sync re-read it. Each fan-out folder also records how many entity files it held and a
+fingerprint of their stat data (the sum of each file's stat hash); a sync that finds both
+unchanged skips that folder's files, so an unchanged store costs one stat per file and no
+per-file lookups. The stat data is always taken before the bytes are read, so a file changed
+during a sync differs on the next one. Files are read outside any lock; each batch of row
+changes is one short write transaction.
 """
 
 from __future__ import annotations
 
 import os
-import threading
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kindling import canonical
@@ -26,10 +29,8 @@ from kindling.store import Store
 if TYPE_CHECKING:
     from kindling.index import Index
 
-# One walked file: (relative path, stat key, entity type, stat result).
-Walked = tuple[str, str, str, os.stat_result]
-
 _S_IFMT, _S_IFREG = 0o170000, 0o100000
+_MASK = (1 << 63) - 1  # fingerprints are kept as SQLite's signed 64-bit integers
 
 
 def parse(entity_type: str, path: str, data: bytes) -> tuple[dict | None, str | None]:
@@ -44,7 +45,7 @@ def stat_key(st: os.stat_result, t0: int) -> str:
     """The recorded form of a file's stat data; "" when too recent to trust (racy)."""
     if max(st.st_mtime_ns, st.st_ctime_ns) >= t0 - schema.RACY_NS:
         return ""
-    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+    return full_key(st)
 
 
 def walkable(rel: str) -> bool:
@@ -58,13 +59,15 @@ def walkable(rel: str) -> bool:
     )
 
 
-def walk_folder(path: str, prefix: str, entity_type: str, out: list[Walked]) -> None:
-    """Append every entity file of one fan-out folder (the same rule as Store.walk)."""
+def scan_folder(path: str) -> tuple[list[tuple[str, os.stat_result]], int]:
+    """The entity files of one fan-out folder (Store.walk's rule) and their fingerprint."""
+    items: list[tuple[str, os.stat_result]] = []
+    append = items.append
+    total = 0
     try:
         files = os.scandir(path)
     except (FileNotFoundError, NotADirectoryError):
-        return
-    append = out.append
+        return items, 0
     with files:
         for entry in files:
             name = entry.name
@@ -75,8 +78,26 @@ def walk_folder(path: str, prefix: str, entity_type: str, out: list[Walked]) -> 
             except FileNotFoundError:
                 continue
             if st.st_mode & _S_IFMT == _S_IFREG:
-                key = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
-                append((prefix + name, key, entity_type, st))
+                append((name, st))
+                # Python's hash of a tuple of ints is the same in every process.
+                total += hash((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    return items, total & _MASK
+
+
+def full_key(st: os.stat_result) -> str:
+    """A file's stat data as the index records it."""
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+
+
+@dataclass
+class Scan:
+    """What a walk found to do: files to re-read, rows to drop, folder records to replace."""
+
+    t0: int
+    walked: int = 0
+    changed: list[tuple[str, str, os.stat_result]] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    folders: dict[str, tuple[int, int | None] | None] = field(default_factory=dict)
 
 
 class Scanner:
@@ -100,102 +121,112 @@ class Scanner:
                 return self.sync_folders(*moved)
         return self.sync_all()
 
-    def walk(self) -> list[Walked]:
-        """Every entity file under objects/, stat only."""
-        out: list[Walked] = []
+    def buckets(self) -> list[tuple[str, str]]:
+        """Every fan-out folder as (relative path, absolute path)."""
+        out = []
         objects = self.index._objects
         for etype in ENTITY_TYPES:
             try:
-                buckets = os.scandir(f"{objects}/{etype}")
+                entries = os.scandir(f"{objects}/{etype}")
             except (FileNotFoundError, NotADirectoryError):
                 continue
-            with buckets:
-                for bucket in buckets:
-                    if bucket.is_dir(follow_symlinks=False):
-                        walk_folder(bucket.path, f"{etype}/{bucket.name}/", etype, out)
+            with entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        out.append((f"{etype}/{entry.name}", entry.path))
         return out
 
+    def files(self) -> list[tuple[str, str, os.stat_result]]:
+        """Every entity file under objects/ as (relative path, type, stat), stat only."""
+        out = []
+        for rel_folder, path in self.buckets():
+            etype = rel_folder.split("/", 1)[0]
+            items, _ = scan_folder(path)
+            out.extend((f"{rel_folder}/{name}", etype, st) for name, st in items)
+        return out
+
+    def _recorded_folders(self, where: str = "", params: tuple = ()) -> dict:
+        rows = self.conn.execute(f"SELECT path, count, fingerprint FROM folders {where}", params)
+        return {path: (count, fp) for path, count, fp in rows}
+
     def sync_all(self) -> SyncReport:
-        """Stat every entity file, re-read what differs, drop rows of vanished files."""
-        t0 = time.time_ns()
+        """Stat every entity file; re-read what differs; drop rows of vanished files."""
+        scan = Scan(time.time_ns())
         dirs = None
         if folders.watcher_alive(self.index.watch_lock_path):
             dirs = folders.stat_dirs(self.index.store.objects)
-        # SQLite builds the recorded keys without holding the GIL: overlap it with the walk.
-        loaded: list = []
-        loader = threading.Thread(target=lambda: loaded.append(self._recorded_keys()))
-        loader.start()
-        try:
-            walked = self.walk()
-        finally:
-            loader.join()
-        recorded = loaded[0]
-        if isinstance(recorded, BaseException):
-            raise recorded
-        pop = recorded.pop
-        changed = [w for w in walked if pop(w[0], None) != w[1]]
-        # Vanished files: a set difference against what is recorded, never a count.
-        return self._reconcile(len(walked), changed, list(recorded), t0, dirs, full=True)
-
-    def _recorded_keys(self) -> dict[str, str] | BaseException:
-        try:
-            joined = self.conn.execute(
-                "SELECT group_concat(path || char(0) || statkey, char(0)) FROM files"
-            ).fetchone()[0]
-        except BaseException as exc:  # re-raised in the calling thread
-            return exc
-        if not joined:
-            return {}
-        parts = iter(joined.split("\0"))
-        return dict(zip(parts, parts, strict=False))
+        recorded = self._recorded_folders()
+        for rel_folder, path in self.buckets():
+            self._scan_folder(scan, rel_folder, path, recorded.pop(rel_folder, None))
+        for rel_folder in recorded:  # folders that are gone, with everything in them
+            self._scan_folder(scan, rel_folder, None, recorded[rel_folder])
+        return self._reconcile(scan, dirs, full=True)
 
     def sync_folders(
         self, moved: set[str], type_dirs: dict[str, int | None] | None = None
     ) -> SyncReport:
         """Reconcile only these fan-out folders (`<type>/<xx>`) with their recorded rows."""
-        t0 = time.time_ns()
+        scan = Scan(time.time_ns())
         dirs: dict[str, int | None] = dict(type_dirs or {})
-        walked: list[Walked] = []
-        recorded: dict[str, str] = {}
         objects = self.index._objects
-        for folder in sorted(moved):
-            etype, _, bucket = folder.partition("/")
+        for rel_folder in sorted(moved):
+            etype, _, bucket = rel_folder.partition("/")
             if etype not in ENTITY_TYPES or not bucket or "/" in bucket:
                 continue
+            path: str | None = f"{objects}/{rel_folder}"
             try:
-                dirs[folder] = os.lstat(f"{objects}/{folder}").st_mtime_ns  # before listing
+                dirs[rel_folder] = os.lstat(path).st_mtime_ns  # before listing, as git does
             except (FileNotFoundError, NotADirectoryError):
-                dirs[folder] = None
-            walk_folder(f"{objects}/{folder}", folder + "/", etype, walked)
-            rows = self.conn.execute(
+                dirs[rel_folder], path = None, None
+            recorded = self._recorded_folders("WHERE path = ?", (rel_folder,))
+            self._scan_folder(scan, rel_folder, path, recorded.get(rel_folder))
+        return self._reconcile(scan, dirs, full=False)
+
+    def _scan_folder(
+        self, scan: Scan, rel_folder: str, path: str | None, recorded: tuple | None
+    ) -> None:
+        """Compare one folder with its records: by fingerprint, then (if needed) file by file."""
+        items, fingerprint = scan_folder(path) if path is not None else ([], 0)
+        scan.walked += len(items)
+        if recorded == (len(items), fingerprint):
+            return
+        keys = dict(
+            self.conn.execute(
                 "SELECT path, statkey FROM files WHERE path > ? AND path < ?",
-                (folder + "/", folder + "0"),  # '0' sorts right after '/'
+                (rel_folder + "/", rel_folder + "0"),  # '0' sorts right after '/'
             )
-            recorded.update(rows)
-        pop = recorded.pop
-        changed = [w for w in walked if pop(w[0], None) != w[1]]
-        return self._reconcile(len(walked), changed, list(recorded), t0, dirs, full=False)
+        )
+        etype = rel_folder.split("/", 1)[0]
+        pop = keys.pop
+        recent = scan.t0 - schema.RACY_NS
+        racy = False
+        for name, st in items:
+            rel = f"{rel_folder}/{name}"
+            if pop(rel, None) != full_key(st):
+                scan.changed.append((rel, etype, st))
+            if st.st_mtime_ns >= recent or st.st_ctime_ns >= recent:
+                racy = True
+        # Vanished files: a set difference against what is recorded, never a count.
+        scan.removed.extend(keys)
+        record = None if path is None else (len(items), None if racy else fingerprint)
+        if record != recorded:
+            scan.folders[rel_folder] = record
 
     # ------------------------------------------------------------ the shared core
 
     def _reconcile(
-        self,
-        n_walked: int,
-        changed: list[Walked],
-        removed: list[str],
-        t0: int,
-        dirs: dict[str, int | None] | None,
-        *,
-        full: bool,
+        self, scan: Scan, dirs: dict[str, int | None] | None, *, full: bool
     ) -> SyncReport:
+        t0 = scan.t0
         dirs_moved = dirs is not None and folders.dirs_differ(self.conn, dirs, t0)
-        if not changed and not removed and not dirs_moved:
+        if not scan.changed and not scan.removed and not scan.folders and not dirs_moved:
             problems = self.index.problems()
             quiet = len(problems) if full else self._problems_among(problems, ())
-            return SyncReport(unchanged=n_walked - quiet, problems=problems)
-        hashes = self._recorded_hashes([w[0] for w in changed])
+            return SyncReport(unchanged=scan.walked - quiet, problems=problems)
+        hashes = self._recorded_hashes([c[0] for c in scan.changed])
         reads = []
-        for rel, _, etype, st in changed:
+        removed = list(scan.removed)
+        for rel, etype, st in scan.changed:
             read = self.read_file(rel, etype, st=st, t0=t0, recorded_hash=hashes.get(rel))
             if read is None:
                 removed.append(rel)
@@ -203,18 +234,29 @@ class Scanner:
                 reads.append(read)
         with self.index.transaction():
             counts = self.apply(reads, removed)
+            self._store_folders(scan.folders)
             if dirs is not None:
                 folders.store_dirs(self.conn, dirs, t0, full=full)
             if full:
                 self._sweep()
         problems = self.index.problems()
-        changed_rels = {w[0] for w in changed}
+        changed_rels = {c[0] for c in scan.changed}
         if full:
             quiet = len(problems) - self._problems_among(problems, changed_rels, only=True)
         else:
             quiet = self._problems_among(problems, changed_rels)
-        unchanged = n_walked - len(changed) - quiet + counts[3]
+        unchanged = scan.walked - len(scan.changed) - quiet + counts[3]
         return SyncReport(counts[0], counts[1], counts[2], unchanged, problems)
+
+    def _store_folders(self, records: dict[str, tuple[int, int | None] | None]) -> None:
+        for rel_folder, record in records.items():
+            if record is None:
+                self.conn.execute("DELETE FROM folders WHERE path = ?", (rel_folder,))
+            else:
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO folders(path, count, fingerprint) VALUES (?, ?, ?)",
+                    (rel_folder, *record),
+                )
 
     def _problems_among(self, problems: list[Problem], rels, *, only: bool = False) -> int:
         """Problem files not among `rels` (or, with only=True, among them)."""
@@ -315,6 +357,13 @@ class Scanner:
             touched.add((read.entity_type, entity["id"]))
             counts[1 if was_entity else 0] += 1
         self._reshadow(touched)
+        # Rows changed outside a full walk: those folders are compared file by file next time.
+        for rel_folder in {rel.rsplit("/", 1)[0] for rel in [*removed, *(r.rel for r in reads)]}:
+            conn.execute(
+                "INSERT INTO folders(path, count, fingerprint) VALUES (?, 0, NULL) "
+                "ON CONFLICT(path) DO UPDATE SET fingerprint = NULL",
+                (rel_folder,),
+            )
         return counts
 
     def _drop_entity(self, fid: int, touched: set) -> int:
@@ -389,32 +438,43 @@ class Scanner:
         if had_schema:
             old = dict(conn.execute("SELECT path, hash FROM files WHERE problem IS NULL"))
         t0 = time.time_ns()
+        recent = t0 - schema.RACY_NS
         dirs = None
         if folders.watcher_alive(self.index.watch_lock_path):
             dirs = folders.stat_dirs(self.index.store.objects)
-        file_rows, entity_rows, fts_rows = [], [], []
+        file_rows, entity_rows, fts_rows, folder_rows = [], [], [], []
         owners: dict[tuple[str, str], list[tuple[str, int]]] = {}
         report = SyncReport()
-        for fid, (rel, _, etype, st) in enumerate(self.walk(), 1):
-            read = self.read_file(rel, etype, st=st, t0=t0)
-            if read is None:
-                continue
-            entity = read.entity
-            file_rows.append((fid, rel, etype, *read.stat, read.statkey, read.hash, read.problem))
-            if entity is None:
-                continue
-            entity_rows.append(schema.entity_row(fid, etype, entity))
-            text = schema.searchable_text(etype, entity)
-            if text is not None:
-                fts_rows.append((fid, text))
-            owners.setdefault((etype, entity["id"]), []).append((rel, fid))
-            previous = old.pop(rel, None)
-            if previous is None:
-                report.added += 1
-            elif previous != read.hash:
-                report.updated += 1
-            else:
-                report.unchanged += 1
+        fid = 0
+        for rel_folder, path in self.buckets():
+            etype = rel_folder.split("/", 1)[0]
+            items, fingerprint = scan_folder(path)
+            racy = False
+            for name, st in items:
+                racy = racy or st.st_mtime_ns >= recent or st.st_ctime_ns >= recent
+                rel = f"{rel_folder}/{name}"
+                read = self.read_file(rel, etype, st=st, t0=t0)
+                if read is None:
+                    continue
+                fid += 1
+                entity = read.entity
+                row = (fid, rel, etype, *read.stat, read.statkey, read.hash, read.problem)
+                file_rows.append(row)
+                if entity is None:
+                    continue
+                entity_rows.append(schema.entity_row(fid, etype, entity))
+                text = schema.searchable_text(etype, entity)
+                if text is not None:
+                    fts_rows.append((fid, text))
+                owners.setdefault((etype, entity["id"]), []).append((rel, fid))
+                previous = old.pop(rel, None)
+                if previous is None:
+                    report.added += 1
+                elif previous != read.hash:
+                    report.updated += 1
+                else:
+                    report.unchanged += 1
+            folder_rows.append((rel_folder, len(items), None if racy else fingerprint))
         report.removed = len(old)
         schema.create(conn)
         conn.executemany(
@@ -424,6 +484,9 @@ class Scanner:
         )
         conn.executemany(schema.INSERT_ENTITY, entity_rows)
         conn.executemany("INSERT INTO fts(rowid, body) VALUES (?, ?)", fts_rows)
+        conn.executemany(
+            "INSERT INTO folders(path, count, fingerprint) VALUES (?, ?, ?)", folder_rows
+        )
         losers = []
         for (etype, eid), held in owners.items():
             if len(held) > 1:
@@ -456,7 +519,7 @@ class Scanner:
                 "LEFT JOIN entities e ON e.rowid = f.id"
             )
         }
-        for rel, _, etype, st in self.walk():
+        for rel, etype, st in self.files():
             read = self.read_file(rel, etype, st=st)
             if read is None:
                 continue

@@ -26,8 +26,6 @@ NORM_WEIGHT = 0.7
 RECENCY_WEIGHT = 0.3
 RECENCY_WINDOW_MS = 30 * 24 * 60 * 60 * 1000
 SNIPPET_TOKENS = 16
-# Rows fetched beyond max_results, so ties in the rounded score can be ordered exactly.
-OVERFETCH = 32
 # The token estimate: characters of the compact JSON of the result per token.
 CHARS_PER_TOKEN = 4
 
@@ -167,7 +165,7 @@ def candidate_tier(
         if expression is None:
             continue
 
-        def fetch(limit: int | None, expression: str = expression) -> list[tuple]:
+        def fetch(limit: int | None, expression: str = expression) -> tuple[list, list[int]]:
             return index.match(
                 expression,
                 rank=rank,
@@ -179,22 +177,21 @@ def candidate_tier(
             )
 
         try:
-            rows = fetch(max_results + OVERFETCH)
+            rows, near = fetch(max(max_results, 1))  # one row at least: it carries the count
         except sqlite3.OperationalError:
             continue  # not valid FTS5 after all: try the plain words instead
         if not rows:
             return 0, []
         scored = [(score(r[4], r[5], r[6], r[3], now), r) for r in rows]
-        if (
-            len(rows) == max_results + OVERFETCH
-            and max_results > 0
-            and scored[max_results - 1][0] == scored[-1][0]
+        boundary = rows[-1][8]
+        if any(k >= boundary - 1 for k in near) or any(
+            round(value * 1e10) != row[8] for value, row in scored
         ):
-            # Rounding made a tie that runs past what was fetched: rank all of them exactly.
-            scored = [(score(r[4], r[5], r[6], r[3], now), r) for r in fetch(None)]
-        # The score is a monotonic function of the order SQLite sorted by, so re-sorting the
-        # fetched rows by the rounded score breaks its ties by ts and id exactly.
-        scored.sort(key=lambda sr: (-sr[0], -sr[1][3], sr[1][2], sr[1][1]))
+            # A score this close to a rounding midpoint may order differently under SQLite's
+            # arithmetic than under round(): rank every match in Python instead (rare).
+            rows, _ = fetch(None)
+            scored = [(score(r[4], r[5], r[6], r[3], now), r) for r in rows]
+            scored.sort(key=lambda sr: (-sr[0], -sr[1][3], sr[1][2], sr[1][1]))
         best = scored[:max_results]
         rowids = [r[0] for _, r in best]
         entities = index.rows(rowids)

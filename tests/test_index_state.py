@@ -12,7 +12,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 
 from kindling import canonical, index_schema
 from kindling.index import Index
@@ -138,6 +138,14 @@ class IndexMachine(RuleBasedStateMachine):
             fresh.close()
 
     # ------------------------------------------------------------ rules
+
+    @initialize(items=st.lists(entities(), min_size=3, max_size=10))
+    def seed(self, items):
+        """Start from a store that already holds memory, indexed."""
+        for etype, entity in items:
+            path, _ = self.store.write(etype, entity, durable=False)
+            self.settle(path)
+        self.index.sync()
 
     @rule(item=entities(), recorded=st.booleans())
     def write(self, item, recorded):
