@@ -13,6 +13,7 @@ changes is one short write transaction.
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from dataclasses import dataclass, field
@@ -84,6 +85,21 @@ def scan_folder(path: str) -> tuple[list[tuple[str, os.stat_result]], int]:
     return items, total & _MASK
 
 
+def read_bytes(path: str, size: int) -> bytes:
+    """A whole file's bytes (one read when it is the size its stat said)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        data = os.read(fd, size + 1)
+        if len(data) <= size:  # a short read of a regular file is its end
+            return data
+        parts = [data]
+        while chunk := os.read(fd, 1 << 20):  # it grew since the stat
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
 def full_key(st: os.stat_result) -> str:
     """A file's stat data as the index records it."""
     return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
@@ -98,6 +114,17 @@ class Scan:
     changed: list[tuple[str, str, os.stat_result]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     folders: dict[str, tuple[int, int | None] | None] = field(default_factory=dict)
+
+
+@dataclass
+class _Rows:
+    """Everything a rebuild inserts."""
+
+    files: list[tuple] = field(default_factory=list)
+    entities: list[tuple] = field(default_factory=list)
+    fts: list[tuple[int, str]] = field(default_factory=list)
+    folders: list[tuple] = field(default_factory=list)
+    owners: dict[tuple[str, str], list[tuple[str, int]]] = field(default_factory=dict)
 
 
 class Scanner:
@@ -227,7 +254,7 @@ class Scanner:
         reads = []
         removed = list(scan.removed)
         for rel, etype, st in scan.changed:
-            read = self.read_file(rel, etype, st=st, t0=t0, recorded_hash=hashes.get(rel))
+            read = self._read(rel, etype, st, t0, hashes.get(rel))
             if read is None:
                 removed.append(rel)
             else:
@@ -276,20 +303,30 @@ class Scanner:
         """Read one file (stat first); None when it is gone or is not an entity file."""
         if not walkable(rel) or rel.split("/", 1)[0] != entity_type:
             return None
-        path = self.index.abspath(rel)
         if t0 is None:
             t0 = time.time_ns()
         if st is None:
             try:
-                st = os.lstat(path)
+                st = os.lstat(self.index.abspath(rel))
             except (FileNotFoundError, NotADirectoryError):
                 return None
             if st.st_mode & _S_IFMT != _S_IFREG:
                 return None
+        return self._read(rel, entity_type, st, t0, recorded_hash, known)
+
+    def _read(
+        self,
+        rel: str,
+        entity_type: str,
+        st: os.stat_result,
+        t0: int,
+        recorded_hash: str | None = None,
+        known: tuple[bytes, dict] | None = None,
+    ) -> FileRead | None:
+        path = self.index.abspath(rel)
         problem = entity = None
         try:
-            with open(path, "rb") as fh:
-                data = fh.read()
+            data = read_bytes(path, st.st_size)
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as exc:
@@ -438,13 +475,50 @@ class Scanner:
         if had_schema:
             old = dict(conn.execute("SELECT path, hash FROM files WHERE problem IS NULL"))
         t0 = time.time_ns()
-        recent = t0 - schema.RACY_NS
         dirs = None
         if folders.watcher_alive(self.index.watch_lock_path):
             dirs = folders.stat_dirs(self.index.store.objects)
-        file_rows, entity_rows, fts_rows, folder_rows = [], [], [], []
-        owners: dict[tuple[str, str], list[tuple[str, int]]] = {}
         report = SyncReport()
+        # Tens of thousands of small tuples are made here and none is garbage: pause the
+        # cyclic collector, which would otherwise rescan them again and again.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            rows = self._read_all(t0, old, report)
+        finally:
+            if collecting:
+                gc.enable()
+        report.removed = len(old)
+        schema.create(conn)
+        rows.files.sort(key=lambda row: row[1])  # the path index fills fastest in order
+        conn.executemany(
+            "INSERT INTO files(id, path, type, size, mtime_ns, ctime_ns, ino, statkey, hash, "
+            "problem) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows.files,
+        )
+        conn.executemany(schema.INSERT_ENTITY, rows.entities)
+        conn.executemany("INSERT INTO fts(rowid, body) VALUES (?, ?)", rows.fts)
+        conn.executemany(
+            "INSERT INTO folders(path, count, fingerprint) VALUES (?, ?, ?)", rows.folders
+        )
+        losers = []
+        for (etype, eid), held in rows.owners.items():
+            if len(held) > 1:
+                winner = _winner(etype, eid, held)
+                losers.extend((fid,) for _, fid in held if fid != winner)
+        conn.executemany("UPDATE entities SET shadowed = 1 WHERE rowid = ?", losers)
+        schema.create_indexes(conn)
+        if dirs is not None:
+            folders.store_dirs(conn, dirs, t0, full=True)
+        conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")
+        report.problems = self.index.problems()
+        return report
+
+    def _read_all(self, t0: int, old: dict[str, str], report: SyncReport) -> _Rows:
+        """Read, hash and parse every file into rows for a rebuild, counting against `old`."""
+        recent = t0 - schema.RACY_NS
+        rows = _Rows()
+        file_rows, entity_rows, fts_rows, owners = rows.files, rows.entities, rows.fts, rows.owners
         fid = 0
         for rel_folder, path in self.buckets():
             etype = rel_folder.split("/", 1)[0]
@@ -453,7 +527,7 @@ class Scanner:
             for name, st in items:
                 racy = racy or st.st_mtime_ns >= recent or st.st_ctime_ns >= recent
                 rel = f"{rel_folder}/{name}"
-                read = self.read_file(rel, etype, st=st, t0=t0)
+                read = self._read(rel, etype, st, t0)
                 if read is None:
                     continue
                 fid += 1
@@ -474,31 +548,8 @@ class Scanner:
                     report.updated += 1
                 else:
                     report.unchanged += 1
-            folder_rows.append((rel_folder, len(items), None if racy else fingerprint))
-        report.removed = len(old)
-        schema.create(conn)
-        conn.executemany(
-            "INSERT INTO files(id, path, type, size, mtime_ns, ctime_ns, ino, statkey, hash, "
-            "problem) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            file_rows,
-        )
-        conn.executemany(schema.INSERT_ENTITY, entity_rows)
-        conn.executemany("INSERT INTO fts(rowid, body) VALUES (?, ?)", fts_rows)
-        conn.executemany(
-            "INSERT INTO folders(path, count, fingerprint) VALUES (?, ?, ?)", folder_rows
-        )
-        losers = []
-        for (etype, eid), held in owners.items():
-            if len(held) > 1:
-                winner = _winner(etype, eid, held)
-                losers.extend((fid,) for _, fid in held if fid != winner)
-        conn.executemany("UPDATE entities SET shadowed = 1 WHERE rowid = ?", losers)
-        schema.create_indexes(conn)
-        if dirs is not None:
-            folders.store_dirs(conn, dirs, t0, full=True)
-        conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")
-        report.problems = self.index.problems()
-        return report
+            rows.folders.append((rel_folder, len(items), None if racy else fingerprint))
+        return rows
 
     def verify(self) -> list[Problem]:
         """Compare every row with a fresh read of the files, plus FTS5's own integrity check."""
