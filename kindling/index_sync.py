@@ -1,5 +1,5 @@
-"""Keeping the index in step with the files: full and per-folder syncs, the rebuild, and the
-row changes they share.
+"""Keeping the index in step with the files: full and per-folder syncs, and the row changes
+they share (a rebuild from nothing is kindling.index_build).
 
 Every file's stat data is recorded as one key, `size:mtime_ns:ctime_ns:inode`, or as "" when
 the file changed too recently for its stat data to be trusted (git's racy rule), which makes
@@ -13,7 +13,6 @@ changes is one short write transaction.
 
 from __future__ import annotations
 
-import gc
 import os
 import time
 from dataclasses import dataclass, field
@@ -22,87 +21,23 @@ from typing import TYPE_CHECKING
 from kindling import canonical
 from kindling import index_folders as folders
 from kindling import index_schema as schema
-from kindling.errors import CorruptFileError
+from kindling.index_files import (
+    S_IFMT,
+    S_IFREG,
+    buckets,
+    full_key,
+    parse,
+    read_bytes,
+    scan_folder,
+    stat_key,
+    walkable,
+    winner,
+)
 from kindling.index_schema import FileRead, Problem, SyncReport
 from kindling.model import ENTITY_TYPES
-from kindling.store import Store
 
 if TYPE_CHECKING:
     from kindling.index import Index
-
-_S_IFMT, _S_IFREG = 0o170000, 0o100000
-_MASK = (1 << 63) - 1  # fingerprints are kept as SQLite's signed 64-bit integers
-
-
-def parse(entity_type: str, path: str, data: bytes) -> tuple[dict | None, str | None]:
-    """(entity, None) for a valid file, (None, reason) for a problem file."""
-    try:
-        return Store.parse(entity_type, path, data), None
-    except CorruptFileError as exc:
-        return None, exc.reason
-
-
-def stat_key(st: os.stat_result, t0: int) -> str:
-    """The recorded form of a file's stat data; "" when too recent to trust (racy)."""
-    if max(st.st_mtime_ns, st.st_ctime_ns) >= t0 - schema.RACY_NS:
-        return ""
-    return full_key(st)
-
-
-def walkable(rel: str) -> bool:
-    """True when a relative path is where a walk could find an entity file."""
-    parts = rel.split("/")
-    return (
-        len(parts) == 3
-        and parts[0] in ENTITY_TYPES
-        and parts[2].endswith(".json")
-        and not parts[2].startswith(".")
-    )
-
-
-def scan_folder(path: str) -> tuple[list[tuple[str, os.stat_result]], int]:
-    """The entity files of one fan-out folder (Store.walk's rule) and their fingerprint."""
-    items: list[tuple[str, os.stat_result]] = []
-    append = items.append
-    total = 0
-    try:
-        files = os.scandir(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return items, 0
-    with files:
-        for entry in files:
-            name = entry.name
-            if name[0] == "." or not name.endswith(".json"):
-                continue  # temp files of atomic writes are hidden
-            try:
-                st = entry.stat(follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            if st.st_mode & _S_IFMT == _S_IFREG:
-                append((name, st))
-                # Python's hash of a tuple of ints is the same in every process.
-                total += hash((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
-    return items, total & _MASK
-
-
-def read_bytes(path: str, size: int) -> bytes:
-    """A whole file's bytes (one read when it is the size its stat said)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        data = os.read(fd, size + 1)
-        if len(data) <= size:  # a short read of a regular file is its end
-            return data
-        parts = [data]
-        while chunk := os.read(fd, 1 << 20):  # it grew since the stat
-            parts.append(chunk)
-        return b"".join(parts)
-    finally:
-        os.close(fd)
-
-
-def full_key(st: os.stat_result) -> str:
-    """A file's stat data as the index records it."""
-    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
 
 
 @dataclass
@@ -114,17 +49,6 @@ class Scan:
     changed: list[tuple[str, str, os.stat_result]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     folders: dict[str, tuple[int, int | None] | None] = field(default_factory=dict)
-
-
-@dataclass
-class _Rows:
-    """Everything a rebuild inserts."""
-
-    files: list[tuple] = field(default_factory=list)
-    entities: list[tuple] = field(default_factory=list)
-    fts: list[tuple[int, str]] = field(default_factory=list)
-    folders: list[tuple] = field(default_factory=list)
-    owners: dict[tuple[str, str], list[tuple[str, int]]] = field(default_factory=dict)
 
 
 class Scanner:
@@ -150,18 +74,7 @@ class Scanner:
 
     def buckets(self) -> list[tuple[str, str]]:
         """Every fan-out folder as (relative path, absolute path)."""
-        out = []
-        objects = self.index._objects
-        for etype in ENTITY_TYPES:
-            try:
-                entries = os.scandir(f"{objects}/{etype}")
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            with entries:
-                for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        out.append((f"{etype}/{entry.name}", entry.path))
-        return out
+        return buckets(self.index._objects)
 
     def files(self) -> list[tuple[str, str, os.stat_result]]:
         """Every entity file under objects/ as (relative path, type, stat), stat only."""
@@ -310,7 +223,7 @@ class Scanner:
                 st = os.lstat(self.index.abspath(rel))
             except (FileNotFoundError, NotADirectoryError):
                 return None
-            if st.st_mode & _S_IFMT != _S_IFREG:
+            if st.st_mode & S_IFMT != S_IFREG:
                 return None
         return self._read(rel, entity_type, st, t0, recorded_hash, known)
 
@@ -417,7 +330,7 @@ class Scanner:
             st = os.lstat(self.index.abspath(rel))
         except OSError:
             return False
-        return st.st_mode & _S_IFMT == _S_IFREG and walkable(rel)
+        return st.st_mode & S_IFMT == S_IFREG and walkable(rel)
 
     def _reshadow(self, touched: set[tuple[str, str]]) -> None:
         """When files share an id, the one at the id's own path (else the first path) wins."""
@@ -429,9 +342,9 @@ class Scanner:
             ).fetchall()
             if not rows:
                 continue
-            winner = _winner(etype, eid, [(path, rowid) for rowid, path, _ in rows])
+            winner_id = winner(etype, eid, [(path, rowid) for rowid, path, _ in rows])
             for rowid, _, shadowed in rows:
-                want = int(rowid != winner)
+                want = int(rowid != winner_id)
                 if shadowed != want:
                     self.conn.execute(
                         "UPDATE entities SET shadowed = ? WHERE rowid = ?", (want, rowid)
@@ -467,139 +380,3 @@ class Scanner:
         )
 
     # ------------------------------------------------------------ rebuild and checks
-
-    def build(self, *, had_schema: bool) -> SyncReport:
-        """Replace every table from a fresh read of all files (inside the caller's transaction)."""
-        conn = self.conn
-        old: dict[str, str] = {}
-        if had_schema:
-            old = dict(conn.execute("SELECT path, hash FROM files WHERE problem IS NULL"))
-        t0 = time.time_ns()
-        dirs = None
-        if folders.watcher_alive(self.index.watch_lock_path):
-            dirs = folders.stat_dirs(self.index.store.objects)
-        report = SyncReport()
-        # Tens of thousands of small tuples are made here and none is garbage: pause the
-        # cyclic collector, which would otherwise rescan them again and again.
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            rows = self._read_all(t0, old, report)
-        finally:
-            if collecting:
-                gc.enable()
-        report.removed = len(old)
-        schema.create(conn)
-        rows.files.sort(key=lambda row: row[1])  # the path index fills fastest in order
-        conn.executemany(
-            "INSERT INTO files(id, path, type, size, mtime_ns, ctime_ns, ino, statkey, hash, "
-            "problem) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows.files,
-        )
-        conn.executemany(schema.INSERT_ENTITY, rows.entities)
-        conn.executemany("INSERT INTO fts(rowid, body) VALUES (?, ?)", rows.fts)
-        conn.executemany(
-            "INSERT INTO folders(path, count, fingerprint) VALUES (?, ?, ?)", rows.folders
-        )
-        losers = []
-        for (etype, eid), held in rows.owners.items():
-            if len(held) > 1:
-                winner = _winner(etype, eid, held)
-                losers.extend((fid,) for _, fid in held if fid != winner)
-        conn.executemany("UPDATE entities SET shadowed = 1 WHERE rowid = ?", losers)
-        schema.create_indexes(conn)
-        if dirs is not None:
-            folders.store_dirs(conn, dirs, t0, full=True)
-        conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")
-        report.problems = self.index.problems()
-        return report
-
-    def _read_all(self, t0: int, old: dict[str, str], report: SyncReport) -> _Rows:
-        """Read, hash and parse every file into rows for a rebuild, counting against `old`."""
-        recent = t0 - schema.RACY_NS
-        rows = _Rows()
-        file_rows, entity_rows, fts_rows, owners = rows.files, rows.entities, rows.fts, rows.owners
-        fid = 0
-        for rel_folder, path in self.buckets():
-            etype = rel_folder.split("/", 1)[0]
-            items, fingerprint = scan_folder(path)
-            racy = False
-            for name, st in items:
-                racy = racy or st.st_mtime_ns >= recent or st.st_ctime_ns >= recent
-                rel = f"{rel_folder}/{name}"
-                read = self._read(rel, etype, st, t0)
-                if read is None:
-                    continue
-                fid += 1
-                entity = read.entity
-                row = (fid, rel, etype, *read.stat, read.statkey, read.hash, read.problem)
-                file_rows.append(row)
-                if entity is None:
-                    continue
-                entity_rows.append(schema.entity_row(fid, etype, entity))
-                text = schema.searchable_text(etype, entity)
-                if text is not None:
-                    fts_rows.append((fid, text))
-                owners.setdefault((etype, entity["id"]), []).append((rel, fid))
-                previous = old.pop(rel, None)
-                if previous is None:
-                    report.added += 1
-                elif previous != read.hash:
-                    report.updated += 1
-                else:
-                    report.unchanged += 1
-            rows.folders.append((rel_folder, len(items), None if racy else fingerprint))
-        return rows
-
-    def verify(self) -> list[Problem]:
-        """Compare every row with a fresh read of the files, plus FTS5's own integrity check."""
-        out: list[Problem] = []
-        conn = self.conn
-        try:
-            with self.index.transaction():
-                conn.execute("INSERT INTO fts(fts, rank) VALUES ('integrity-check', 1)")
-                raise _Rollback
-        except _Rollback:
-            pass
-        except Exception as exc:  # noqa: BLE001 - any failure here is the finding
-            out.append(Problem(str(self.index.path), f"full-text index damaged ({exc})"))
-        rows = {
-            r[0]: r[1:]
-            for r in conn.execute(
-                "SELECT f.path, f.hash, f.problem, e.json FROM files f "
-                "LEFT JOIN entities e ON e.rowid = f.id"
-            )
-        }
-        for rel, etype, st in self.files():
-            read = self.read_file(rel, etype, st=st)
-            if read is None:
-                continue
-            path = self.index.abspath(rel)
-            row = rows.pop(rel, None)
-            if row is None:
-                out.append(Problem(path, "not in the index"))
-            elif row[0] != read.hash:
-                out.append(Problem(path, "the index holds an older version of this file"))
-            elif read.entity is not None and (
-                row[2] is None or canonical.loads(row[2]) != read.entity
-            ):
-                out.append(Problem(path, "the index holds a different entity for this file"))
-        for rel in sorted(rows):
-            out.append(Problem(self.index.abspath(rel), "in the index but no longer on disk"))
-        orphans = conn.execute(
-            "SELECT (SELECT count(*) FROM entities WHERE rowid NOT IN (SELECT id FROM files)) + "
-            "(SELECT count(*) FROM fts WHERE rowid NOT IN (SELECT rowid FROM entities))"
-        ).fetchone()[0]
-        if orphans:
-            out.append(Problem(str(self.index.path), f"{orphans} orphan rows"))
-        return out
-
-
-def _winner(entity_type: str, entity_id: str, held: list[tuple[str, int]]) -> int:
-    """Of (path, rowid) pairs holding one id, the rowid that wins: its own path, else the first."""
-    home = schema.canonical_rel(entity_type, entity_id)
-    return min(held, key=lambda h: (h[0] != home, h[0]))[1]
-
-
-class _Rollback(Exception):
-    pass

@@ -1,0 +1,157 @@
+"""Rebuilding the index from nothing, and checking it against the files."""
+
+from __future__ import annotations
+
+import gc
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from kindling import canonical
+from kindling import index_folders as folders
+from kindling import index_schema as schema
+from kindling.index_files import scan_folder, winner
+from kindling.index_schema import Problem, SyncReport
+
+if TYPE_CHECKING:
+    from kindling.index_sync import Scanner
+
+
+@dataclass
+class _Rows:
+    """Everything a rebuild inserts."""
+
+    files: list[tuple] = field(default_factory=list)
+    entities: list[tuple] = field(default_factory=list)
+    fts: list[tuple[int, str]] = field(default_factory=list)
+    folders: list[tuple] = field(default_factory=list)
+    owners: dict[tuple[str, str], list[tuple[str, int]]] = field(default_factory=dict)
+
+
+def build(scanner: Scanner, *, had_schema: bool) -> SyncReport:
+    """Replace every table from a fresh read of all files (inside the caller's transaction)."""
+    conn = scanner.conn
+    old: dict[str, str] = {}
+    if had_schema:
+        old = dict(conn.execute("SELECT path, hash FROM files WHERE problem IS NULL"))
+    t0 = time.time_ns()
+    dirs = None
+    if folders.watcher_alive(scanner.index.watch_lock_path):
+        dirs = folders.stat_dirs(scanner.index.store.objects)
+    report = SyncReport()
+    # Tens of thousands of small tuples are made here and none is garbage: pause the
+    # cyclic collector, which would otherwise rescan them again and again.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        rows = _read_all(scanner, t0, old, report)
+    finally:
+        if collecting:
+            gc.enable()
+    report.removed = len(old)
+    schema.create(conn)
+    rows.files.sort(key=lambda row: row[1])  # the path index fills fastest in order
+    conn.executemany(
+        "INSERT INTO files(id, path, type, size, mtime_ns, ctime_ns, ino, statkey, hash, "
+        "problem) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows.files,
+    )
+    conn.executemany(schema.INSERT_ENTITY, rows.entities)
+    conn.executemany("INSERT INTO fts(rowid, body) VALUES (?, ?)", rows.fts)
+    conn.executemany("INSERT INTO folders(path, count, fingerprint) VALUES (?, ?, ?)", rows.folders)
+    losers = []
+    for (etype, eid), held in rows.owners.items():
+        if len(held) > 1:
+            kept = winner(etype, eid, held)
+            losers.extend((fid,) for _, fid in held if fid != kept)
+    conn.executemany("UPDATE entities SET shadowed = 1 WHERE rowid = ?", losers)
+    schema.create_indexes(conn)
+    if dirs is not None:
+        folders.store_dirs(conn, dirs, t0, full=True)
+    conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")
+    report.problems = scanner.index.problems()
+    return report
+
+
+def _read_all(scanner: Scanner, t0: int, old: dict[str, str], report: SyncReport) -> _Rows:
+    """Read, hash and parse every file into rows for a rebuild, counting against `old`."""
+    recent = t0 - schema.RACY_NS
+    rows = _Rows()
+    file_rows, entity_rows, fts_rows, owners = rows.files, rows.entities, rows.fts, rows.owners
+    fid = 0
+    for rel_folder, path in scanner.buckets():
+        etype = rel_folder.split("/", 1)[0]
+        items, fingerprint = scan_folder(path)
+        racy = False
+        for name, st in items:
+            racy = racy or st.st_mtime_ns >= recent or st.st_ctime_ns >= recent
+            rel = f"{rel_folder}/{name}"
+            read = scanner._read(rel, etype, st, t0)
+            if read is None:
+                continue
+            fid += 1
+            entity = read.entity
+            row = (fid, rel, etype, *read.stat, read.statkey, read.hash, read.problem)
+            file_rows.append(row)
+            if entity is None:
+                continue
+            entity_rows.append(schema.entity_row(fid, etype, entity))
+            text = schema.searchable_text(etype, entity)
+            if text is not None:
+                fts_rows.append((fid, text))
+            owners.setdefault((etype, entity["id"]), []).append((rel, fid))
+            previous = old.pop(rel, None)
+            if previous is None:
+                report.added += 1
+            elif previous != read.hash:
+                report.updated += 1
+            else:
+                report.unchanged += 1
+        rows.folders.append((rel_folder, len(items), None if racy else fingerprint))
+    return rows
+
+
+def verify(scanner: Scanner) -> list[Problem]:
+    """Compare every row with a fresh read of the files, plus FTS5's own integrity check."""
+    out: list[Problem] = []
+    conn = scanner.conn
+    try:
+        with scanner.index.transaction():
+            conn.execute("INSERT INTO fts(fts, rank) VALUES ('integrity-check', 1)")
+            raise _Rollback
+    except _Rollback:
+        pass
+    except Exception as exc:  # noqa: BLE001 - any failure here is the finding
+        out.append(Problem(str(scanner.index.path), f"full-text index damaged ({exc})"))
+    rows = {
+        r[0]: r[1:]
+        for r in conn.execute(
+            "SELECT f.path, f.hash, f.problem, e.json FROM files f "
+            "LEFT JOIN entities e ON e.rowid = f.id"
+        )
+    }
+    for rel, etype, st in scanner.files():
+        read = scanner.read_file(rel, etype, st=st)
+        if read is None:
+            continue
+        path = scanner.index.abspath(rel)
+        row = rows.pop(rel, None)
+        if row is None:
+            out.append(Problem(path, "not in the index"))
+        elif row[0] != read.hash:
+            out.append(Problem(path, "the index holds an older version of this file"))
+        elif read.entity is not None and (row[2] is None or canonical.loads(row[2]) != read.entity):
+            out.append(Problem(path, "the index holds a different entity for this file"))
+    for rel in sorted(rows):
+        out.append(Problem(scanner.index.abspath(rel), "in the index but no longer on disk"))
+    orphans = conn.execute(
+        "SELECT (SELECT count(*) FROM entities WHERE rowid NOT IN (SELECT id FROM files)) + "
+        "(SELECT count(*) FROM fts WHERE rowid NOT IN (SELECT rowid FROM entities))"
+    ).fetchone()[0]
+    if orphans:
+        out.append(Problem(str(scanner.index.path), f"{orphans} orphan rows"))
+    return out
+
+
+class _Rollback(Exception):
+    pass

@@ -1,0 +1,106 @@
+"""Reading entity files for the index: the walk's rules, stat keys, folder fingerprints and
+whole-file reads. Only reads; nothing here knows about SQLite."""
+
+from __future__ import annotations
+
+import os
+
+from kindling import index_schema as schema
+from kindling.errors import CorruptFileError
+from kindling.model import ENTITY_TYPES
+from kindling.store import Store
+
+S_IFMT, S_IFREG = 0o170000, 0o100000  # file type bits of st_mode
+_MASK = (1 << 63) - 1  # fingerprints are kept as SQLite's signed 64-bit integers
+
+
+def parse(entity_type: str, path: str, data: bytes) -> tuple[dict | None, str | None]:
+    """(entity, None) for a valid file, (None, reason) for a problem file."""
+    try:
+        return Store.parse(entity_type, path, data), None
+    except CorruptFileError as exc:
+        return None, exc.reason
+
+
+def stat_key(st: os.stat_result, t0: int) -> str:
+    """The recorded form of a file's stat data; "" when too recent to trust (racy)."""
+    if max(st.st_mtime_ns, st.st_ctime_ns) >= t0 - schema.RACY_NS:
+        return ""
+    return full_key(st)
+
+
+def walkable(rel: str) -> bool:
+    """True when a relative path is where a walk could find an entity file."""
+    parts = rel.split("/")
+    return (
+        len(parts) == 3
+        and parts[0] in ENTITY_TYPES
+        and parts[2].endswith(".json")
+        and not parts[2].startswith(".")
+    )
+
+
+def scan_folder(path: str) -> tuple[list[tuple[str, os.stat_result]], int]:
+    """The entity files of one fan-out folder (Store.walk's rule) and their fingerprint."""
+    items: list[tuple[str, os.stat_result]] = []
+    append = items.append
+    total = 0
+    try:
+        files = os.scandir(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return items, 0
+    with files:
+        for entry in files:
+            name = entry.name
+            if name[0] == "." or not name.endswith(".json"):
+                continue  # temp files of atomic writes are hidden
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if st.st_mode & S_IFMT == S_IFREG:
+                append((name, st))
+                # Python's hash of a tuple of ints is the same in every process.
+                total += hash((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    return items, total & _MASK
+
+
+def read_bytes(path: str, size: int) -> bytes:
+    """A whole file's bytes (one read when it is the size its stat said)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        data = os.read(fd, size + 1)
+        if len(data) <= size:  # a short read of a regular file is its end
+            return data
+        parts = [data]
+        while chunk := os.read(fd, 1 << 20):  # it grew since the stat
+            parts.append(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def full_key(st: os.stat_result) -> str:
+    """A file's stat data as the index records it."""
+    return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
+
+
+def buckets(objects: str) -> list[tuple[str, str]]:
+    """Every fan-out folder under `objects` as (relative path, absolute path)."""
+    out = []
+    for etype in ENTITY_TYPES:
+        try:
+            entries = os.scandir(f"{objects}/{etype}")
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        with entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    out.append((f"{etype}/{entry.name}", entry.path))
+    return out
+
+
+def winner(entity_type: str, entity_id: str, held: list[tuple[str, int]]) -> int:
+    """Of (path, rowid) pairs holding one id, the rowid that wins: its own path, else the first."""
+    home = schema.canonical_rel(entity_type, entity_id)
+    return min(held, key=lambda h: (h[0] != home, h[0]))[1]

@@ -1,0 +1,258 @@
+"""Reading the index: lookups by id, prefix and scope, ranked full-text matches, counts.
+
+`Index` (kindling.index) inherits these. They only ever read, and expect the index to have
+been brought in step with the files first (`Index.sync`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+
+import orjson
+
+from kindling import index_schema as schema
+from kindling.index_schema import Indexed, Problem, RankKey
+from kindling.model import ENTITY_TYPES
+
+
+class IndexReader:
+    """The read-only half of an Index."""
+
+    conn: sqlite3.Connection
+
+    def abspath(self, rel: str) -> str:
+        """An index path (relative to objects/) as an absolute one."""
+        raise NotImplementedError
+
+    def _indexed(self, row: tuple) -> Indexed:
+        return Indexed(row[0], orjson.loads(row[1]), self.abspath(row[2]))
+
+    def get(self, entity_id: str, entity_type: str | None = None) -> Indexed | None:
+        """The entity with this exact id (of any type when none is given), or None."""
+        sql = (
+            "SELECT e.type, e.json, f.path FROM entities e JOIN files f ON f.id = e.rowid "
+            "WHERE e.id = ? AND e.shadowed = 0"
+        )
+        params: list = [entity_id]
+        if entity_type is not None:
+            sql += " AND e.type = ?"
+            params.append(entity_type)
+        sql += f" ORDER BY {schema.TYPE_ORDER.replace('type', 'e.type')} LIMIT 1"
+        row = self.conn.execute(sql, params).fetchone()
+        return self._indexed(row) if row else None
+
+    def match_prefix(self, prefix: str, limit: int = 10) -> list[Indexed]:
+        """Entities (any type) whose id starts with `prefix`, by id."""
+        if not prefix:
+            return []
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        rows = self.conn.execute(
+            "SELECT e.type, e.json, f.path FROM entities e JOIN files f ON f.id = e.rowid "
+            "WHERE e.id >= ? AND e.id < ? AND e.shadowed = 0 "
+            f"ORDER BY e.id, {schema.TYPE_ORDER.replace('type', 'e.type')} LIMIT ?",
+            (prefix, upper, limit),
+        ).fetchall()
+        return [self._indexed(r) for r in rows]
+
+    def entities(
+        self,
+        entity_type: str,
+        *,
+        scope: dict | None = None,
+        kinds: list[str] | None = None,
+        since: int | None = None,
+        limit: int | None = None,
+    ) -> list[dict]:
+        """Entities of one type in scope, newest first (then id ascending)."""
+        where, params = filters(entity_type, scope=scope, kinds=kinds, since=since)
+        sql = f"SELECT json FROM entities e WHERE {where} ORDER BY e.time DESC, e.id"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [orjson.loads(r[0]) for r in self.conn.execute(sql, params)]
+
+    def open_capsules(self, session_id: str | None = None) -> list[dict]:
+        """Open capsules (of one session when given), most recently opened first."""
+        sql = (
+            "SELECT json FROM entities WHERE type = 'capsules' AND status = 'open' AND shadowed = 0"
+        )
+        params: list = []
+        if session_id is not None:
+            sql += " AND session = ?"
+            params.append(session_id)
+        sql += " ORDER BY time DESC, id"
+        return [orjson.loads(r[0]) for r in self.conn.execute(sql, params)]
+
+    def summarised_capsules(self, scope: dict | None = None, *, by: str = "opened") -> list[dict]:
+        """Capsules in scope that name a summary, most recently opened (or closed) first."""
+        where, params = filters("capsules", scope=scope)
+        if by == "closed":
+            order = "e.closed_at DESC, e.id"
+            where += " AND e.closed_at IS NOT NULL"
+        else:
+            order = "e.time DESC, e.id"
+        where += " AND e.summary_id IS NOT NULL"
+        sql = f"SELECT json FROM entities e WHERE {where} ORDER BY {order}"
+        return [orjson.loads(r[0]) for r in self.conn.execute(sql, params)]
+
+    def match(
+        self,
+        fts_query: str,
+        *,
+        rank: RankKey,
+        scope: dict | None = None,
+        kinds: list[str] | None = None,
+        since: int | None = None,
+        exclude: Iterable[tuple[str, str]] = (),
+        limit: int | None = None,
+    ) -> tuple[list[tuple], list[int]]:
+        """Searchable entities matching an FTS5 expression, best first by `rank`.
+
+        The score x = clamp(norm_weight * norm + recency_weight * recency, 0, 1) is sorted by
+        its key k = int(x * 1e10 + 0.5), then time (newest first), id and type. Rows are
+        (rowid, type, id, time, bm25, best bm25, worst bm25, number of matches, k); the bm25
+        bounds and the count are over every match, not only the rows returned. Also returned:
+        the keys of any rows whose x lies so close to a rounding midpoint that k might differ
+        from Python's round(x, 10) (almost always none).
+        """
+        types = ["observations"] if kinds else ["observations", "summaries"]
+        where, params = [], []
+        for etype in types:
+            w, p = filters(etype, scope=scope, kinds=kinds, since=since)
+            where.append(f"({w})")
+            params.extend(p)
+        exclude = list(exclude)
+        skip = ""
+        if exclude:
+            skip = f"AND (e.type, e.id) NOT IN (VALUES {', '.join(['(?, ?)'] * len(exclude))})"
+            params.extend(v for pair in exclude for v in pair)
+        sql = f"""
+            WITH m AS MATERIALIZED (
+                SELECT e.rowid AS rid, e.type AS type, e.id AS id, e.time AS ts, bm25(fts) AS b
+                FROM fts CROSS JOIN entities e ON e.rowid = fts.rowid
+                WHERE fts MATCH ? AND ({" OR ".join(where)}) {skip}
+            ),
+            s AS (SELECT min(b) AS lo, max(b) AS hi, count(*) AS n FROM m),
+            r AS MATERIALIZED (
+                SELECT m.*, s.lo, s.hi, s.n, min(1.0, max(0.0,
+                    ? * (CASE WHEN s.hi = s.lo THEN 0.5 ELSE (s.hi - m.b) / (s.hi - s.lo) END)
+                    + ? * max(0.0, 1.0 - (? - m.ts) / ?))) * 10000000000.0 AS y
+                FROM m, s
+            )
+            SELECT rid, type, id, ts, b, lo, hi, n, CAST(y + 0.5 AS INTEGER) AS k,
+                (SELECT group_concat(CAST(y + 0.5 AS INTEGER)) FROM r
+                 WHERE abs(y - CAST(y AS INTEGER) - 0.5) < 0.00001) AS near
+            FROM r
+            ORDER BY k DESC, ts DESC, id, type
+            LIMIT ?
+        """
+        args = [fts_query, *params, rank.norm_weight, rank.recency_weight, rank.now]
+        args += [float(rank.window_ms), -1 if limit is None else limit]
+        rows = self.conn.execute(sql, args).fetchall()
+        near = rows[0][9] if rows else None
+        return [r[:9] for r in rows], [int(k) for k in near.split(",")] if near else []
+
+    def snippets(self, fts_query: str, rowids: list[int], *, tokens: int = 16) -> dict[int, str]:
+        """A short FTS5 snippet around the first match in each row, matched terms in **bold**."""
+        if not rowids:
+            return {}
+        marks = ", ".join("?" * len(rowids))
+        rows = self.conn.execute(
+            f"SELECT rowid, snippet(fts, 0, '**', '**', '…', {int(tokens)}) FROM fts "
+            f"WHERE fts MATCH ? AND rowid IN ({marks})",
+            [fts_query, *rowids],
+        )
+        return dict(rows)
+
+    def rows(self, rowids: list[int]) -> dict[int, dict]:
+        """Entities by index rowid (as `match` returns them)."""
+        if not rowids:
+            return {}
+        marks = ", ".join("?" * len(rowids))
+        rows = self.conn.execute(
+            f"SELECT rowid, json FROM entities WHERE rowid IN ({marks})", rowids
+        )
+        return {rid: orjson.loads(data) for rid, data in rows}
+
+    def counts(self) -> dict:
+        """Entities by type, plus redacted observations and open capsules."""
+        out = {t: 0 for t in ENTITY_TYPES}
+        out.update(redacted=0, openCapsules=0)
+        rows = self.conn.execute(
+            "SELECT type, count(*), sum(redacted), sum(status = 'open') FROM entities "
+            "WHERE shadowed = 0 GROUP BY type"
+        )
+        for etype, n, redacted, open_ in rows:
+            out[etype] = n
+            out["redacted"] += redacted or 0
+            out["openCapsules"] += open_ or 0
+        return out
+
+    def problems(self) -> list[Problem]:
+        """Files the last sync could not index, by path."""
+        rows = self.conn.execute(
+            "SELECT path, problem FROM files WHERE problem IS NOT NULL ORDER BY path"
+        )
+        return [Problem(self.abspath(p), reason) for p, reason in rows]
+
+    def duplicates(self) -> list[tuple[str, str, list[str]]]:
+        """(type, id, paths) for every id held by more than one file; the first path wins."""
+        rows = self.conn.execute(
+            "SELECT e.type, e.id, f.path, e.shadowed FROM entities e "
+            "JOIN files f ON f.id = e.rowid "
+            "WHERE (e.type, e.id) IN (SELECT type, id FROM entities WHERE shadowed = 1) "
+            "ORDER BY e.type, e.id, e.shadowed, f.path"
+        ).fetchall()
+        out: dict[tuple[str, str], list[str]] = {}
+        for etype, eid, path, _ in rows:
+            out.setdefault((etype, eid), []).append(self.abspath(path))
+        return [(t, i, paths) for (t, i), paths in out.items()]
+
+    def dump(self) -> dict:
+        """Everything the index holds, keyed by path, for comparing two indexes in tests/fsck."""
+        files = {
+            row[0]: row[1:]
+            for row in self.conn.execute(
+                "SELECT path, type, size, hash, problem FROM files ORDER BY path"
+            )
+        }
+        columns = ", ".join(f"e.{c.strip()}" for c in schema.ENTITY_COLUMNS.split(",")[1:])
+        rows = self.conn.execute(
+            f"SELECT f.path, e.shadowed, {columns}, fts.body FROM entities e "
+            "JOIN files f ON f.id = e.rowid LEFT JOIN fts ON fts.rowid = e.rowid ORDER BY f.path"
+        )
+        entities = {row[0]: row[1:] for row in rows}
+        counts = self.conn.execute(
+            "SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM entities), "
+            "(SELECT count(*) FROM fts)"
+        ).fetchone()
+        return {"files": files, "entities": entities, "counts": counts}
+
+
+def filters(
+    entity_type: str,
+    *,
+    scope: dict | None = None,
+    kinds: list[str] | None = None,
+    since: int | None = None,
+    alias: str = "e",
+) -> tuple[str, list]:
+    """SQL conditions (and parameters) selecting winning entities of a type in scope."""
+    where = [f"{alias}.type = ?", f"{alias}.shadowed = 0"]
+    params: list = [entity_type]
+    for key, value in (scope or {}).items():
+        column = f"{alias}.{schema.SCOPE_COLUMNS[key]}"
+        if entity_type == "pins":
+            # A pin matches a field it shares, or one it does not carry at all.
+            where.append(f"({column} IS NULL OR {column} = ?)")
+        else:
+            where.append(f"{column} = ?")
+        params.append(value)
+    if kinds:
+        where.append(f"{alias}.kind IN ({', '.join('?' * len(kinds))})")
+        params.extend(kinds)
+    if since is not None:
+        where.append(f"{alias}.time >= ?")
+        params.append(since)
+    return " AND ".join(where), params
