@@ -106,15 +106,13 @@ class IndexReader:
         since: int | None = None,
         exclude: Iterable[tuple[str, str]] = (),
         limit: int | None = None,
-    ) -> tuple[list[tuple], list[int]]:
+    ) -> list[tuple]:
         """Searchable entities matching an FTS5 expression, best first by `rank`.
 
-        The score x = clamp(norm_weight * norm + recency_weight * recency, 0, 1) is sorted by
-        its key k = int(x * 1e10 + 0.5), then time (newest first), id and type. Rows are
-        (rowid, type, id, time, bm25, best bm25, worst bm25, number of matches, k); the bm25
-        bounds and the count are over every match, not only the rows returned. Also returned:
-        the keys of any rows whose x lies so close to a rounding midpoint that k might differ
-        from Python's round(x, 10) (almost always none).
+        x = clamp(norm_weight * norm + recency_weight * recency, 0, 1) is sorted by its key
+        k = int(x * 1e10 + 0.5) (the score is k / 1e10), then time (newest first), id and
+        type. Rows are (rowid, type, id, time, bm25, best bm25, worst bm25, matches, k): the
+        bm25 bounds and the count are over every match, not only the rows returned.
         """
         types = ["observations"] if kinds else ["observations", "summaries"]
         where, params = [], []
@@ -127,31 +125,25 @@ class IndexReader:
         if exclude:
             skip = f"AND (e.type, e.id) NOT IN (VALUES {', '.join(['(?, ?)'] * len(exclude))})"
             params.extend(v for pair in exclude for v in pair)
+        # Every match is kept (m) because bm25 is normalised between the worst and the best
+        # of all of them (s) before anything can be ranked.
         sql = f"""
             WITH m AS MATERIALIZED (
                 SELECT e.rowid AS rid, e.type AS type, e.id AS id, e.time AS ts, bm25(fts) AS b
                 FROM fts CROSS JOIN entities e ON e.rowid = fts.rowid
                 WHERE fts MATCH ? AND ({" OR ".join(where)}) {skip}
             ),
-            s AS (SELECT min(b) AS lo, max(b) AS hi, count(*) AS n FROM m),
-            r AS MATERIALIZED (
-                SELECT m.*, s.lo, s.hi, s.n, min(1.0, max(0.0,
-                    ? * (CASE WHEN s.hi = s.lo THEN 0.5 ELSE (s.hi - m.b) / (s.hi - s.lo) END)
-                    + ? * max(0.0, 1.0 - (? - m.ts) / ?))) * 10000000000.0 AS y
-                FROM m, s
-            )
-            SELECT rid, type, id, ts, b, lo, hi, n, CAST(y + 0.5 AS INTEGER) AS k,
-                (SELECT group_concat(CAST(y + 0.5 AS INTEGER)) FROM r
-                 WHERE abs(y - CAST(y AS INTEGER) - 0.5) < 0.00001) AS near
-            FROM r
+            s AS MATERIALIZED (SELECT min(b) AS lo, max(b) AS hi, count(*) AS n FROM m)
+            SELECT rid, type, id, ts, b, lo, hi, n, CAST(min(1.0, max(0.0,
+                    ? * (CASE WHEN hi = lo THEN 0.5 ELSE (hi - b) / (hi - lo) END)
+                    + ? * max(0.0, 1.0 - (? - ts) / ?))) * 10000000000.0 + 0.5 AS INTEGER) AS k
+            FROM m, s
             ORDER BY k DESC, ts DESC, id, type
             LIMIT ?
         """
         args = [fts_query, *params, rank.norm_weight, rank.recency_weight, rank.now]
         args += [float(rank.window_ms), -1 if limit is None else limit]
-        rows = self.conn.execute(sql, args).fetchall()
-        near = rows[0][9] if rows else None
-        return [r[:9] for r in rows], [int(k) for k in near.split(",")] if near else []
+        return self.conn.execute(sql, args).fetchall()
 
     def snippets(self, fts_query: str, rowids: list[int], *, tokens: int = 16) -> dict[int, str]:
         """A short FTS5 snippet around the first match in each row, matched terms in **bold**."""

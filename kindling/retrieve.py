@@ -3,7 +3,7 @@
 The result is the RetrieveResult of retrieval.txt, with entities exactly as stored. Everything
 is deterministic for a given store, query and `now` (KINDLING_NOW), so results reproduce:
 
-    score = round(clamp(0.7 * norm + 0.3 * recency, 0, 1), 10)
+    score = round(clamp(0.7 * norm + 0.3 * recency, 0, 1), 10)   (half up)
 
 where `norm` maps bm25 over all matching candidates linearly from the worst (0) to the best
 (1), 0.5 when all are equal, and `recency = max(0, 1 - (now - ts) / 30 days)`. Candidates are
@@ -31,10 +31,15 @@ CHARS_PER_TOKEN = 4
 
 
 def score(bm25: float, best: float, worst: float, ts: int, now: int) -> float:
-    """A candidate's score in [0, 1] (bm25 is lower for better matches, as FTS5 gives it)."""
+    """A candidate's score in [0, 1] (bm25 is lower for better matches, as FTS5 gives it).
+
+    Rounded half up at the tenth decimal in floating point, as `Math.round(x * 1e10) / 1e10`
+    does: the same arithmetic SQLite sorts by, so the order and the scores always agree.
+    """
     norm = 0.5 if worst == best else (worst - bm25) / (worst - best)
     recency = max(0.0, 1 - (now - ts) / RECENCY_WINDOW_MS)
-    return round(min(1.0, max(0.0, NORM_WEIGHT * norm + RECENCY_WEIGHT * recency)), 10)
+    x = min(1.0, max(0.0, NORM_WEIGHT * norm + RECENCY_WEIGHT * recency))
+    return int(x * 1e10 + 0.5) / 1e10
 
 
 def estimate_tokens(value: object) -> float:
@@ -165,7 +170,7 @@ def candidate_tier(
         if expression is None:
             continue
 
-        def fetch(limit: int | None, expression: str = expression) -> tuple[list, list[int]]:
+        def fetch(limit: int | None, expression: str = expression) -> list[tuple]:
             return index.match(
                 expression,
                 rank=rank,
@@ -177,20 +182,15 @@ def candidate_tier(
             )
 
         try:
-            rows, near = fetch(max(max_results, 1))  # one row at least: it carries the count
+            rows = fetch(max(max_results, 1))  # one row at least: it carries the count
         except sqlite3.OperationalError:
             continue  # not valid FTS5 after all: try the plain words instead
         if not rows:
             return 0, []
         scored = [(score(r[4], r[5], r[6], r[3], now), r) for r in rows]
-        boundary = rows[-1][8]
-        if any(k >= boundary - 1 for k in near) or any(
-            round(value * 1e10) != row[8] for value, row in scored
-        ):
-            # A score this close to a rounding midpoint may order differently under SQLite's
-            # arithmetic than under round(): rank every match in Python instead (rare).
-            rows, _ = fetch(None)
-            scored = [(score(r[4], r[5], r[6], r[3], now), r) for r in rows]
+        if any(int(value * 1e10 + 0.5) != row[8] for value, row in scored):
+            # SQLite's arithmetic and ours disagree (never seen): rank every match here.
+            scored = [(score(r[4], r[5], r[6], r[3], now), r) for r in fetch(None)]
             scored.sort(key=lambda sr: (-sr[0], -sr[1][3], sr[1][2], sr[1][1]))
         best = scored[:max_results]
         rowids = [r[0] for _, r in best]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kindling import canonical
 from kindling.errors import KindlingError, ValidationError
@@ -410,3 +412,37 @@ def test_kindling_now_is_required_to_be_an_integer(store, mem, monkeypatch):
 def test_invalid_options(mem, kwargs, message):
     with pytest.raises(ValidationError, match=message):
         mem.search("x", **kwargs)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    docs=st.lists(
+        st.tuples(
+            st.lists(
+                st.sampled_from(["cache", "miss", "retry", "flag", "x"]), min_size=1, max_size=6
+            ),
+            st.integers(-5 * DAY, 45 * DAY),
+        ),
+        min_size=1,
+        max_size=25,
+    ),
+    max_results=st.integers(0, 30),
+)
+def test_order_always_agrees_with_the_scores(store_dir, monkeypatch, docs, max_results):
+    """Whatever the data, candidates come sorted by score, then newest, then id, and a
+    smaller --max is a prefix of a larger one."""
+    monkeypatch.setenv("KINDLING_NOW", str(NOW))
+    store = Store(store_dir)
+    for path in store.objects.glob("observations/*/*.json"):
+        path.unlink()
+    for n, (words, age) in enumerate(docs):
+        obs(store, f"d{n:02d}", " ".join(words), ts=NOW - age)
+    with Memory(store.root) as mem:
+        full = mem.search("cache miss", max_results=100)
+        keys = [(-c["score"], -c["entity"]["ts"], c["entity"]["id"]) for c in full["candidates"]]
+        assert keys == sorted(keys)
+        assert all(0.0 <= c["score"] <= 1.0 for c in full["candidates"])
+        cut = mem.search("cache miss", max_results=max_results)
+        assert cut["candidates"] == full["candidates"][:max_results]
