@@ -41,7 +41,7 @@ Event = dict
 
 
 class Stopped(BaseException):
-    """Raised by the signal handler to end the watcher while it waits for changes."""
+    """Ends the watcher at once, wherever it is; an index write in progress rolls back."""
 
 
 class Watcher:
@@ -69,7 +69,8 @@ class Watcher:
         self.on_event = on_event or (lambda event: None)
         self.clock = clock
         self.git = git_head if git_head is not None else GitHead(store.root)
-        self.busy = True  # False only while waiting for the next change set
+        self.interruptible = False  # whether a stop request may cut in right away
+        self._stop = threading.Event()
         self.index: Index | None = None
         self._objects = os.path.abspath(store.objects)
         self._real_objects = os.path.realpath(self._objects)
@@ -86,10 +87,10 @@ class Watcher:
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Watch until `stop` is set or the change source ends."""
-        stop = stop or threading.Event()
-        self.busy = True
-        self.index = self._open_index()
+        self._stop = stop = stop or threading.Event()
         try:
+            self.interruptible = True
+            self.index = self._open_index()
             self._take_lock()
             self._publish(pending=True)
             self._head = self.git.signature()
@@ -99,11 +100,7 @@ class Watcher:
             changes = iter(self.source(stop))
             first = True
             while not stop.is_set():
-                self.busy = False
-                try:
-                    batch = next(changes, None)
-                finally:
-                    self.busy = True
+                batch = next(changes, None)
                 if batch is None:
                     break
                 if first:
@@ -111,8 +108,10 @@ class Watcher:
                     self._reconcile("start", announce=False)
                 else:
                     self.step(batch)
+        except Stopped:
+            pass
         finally:
-            self.busy = True
+            self.interruptible = False
             self._shutdown()
 
     def step(self, changes: Iterable[tuple[int, str]]) -> None:
@@ -331,7 +330,13 @@ class Watcher:
             self._emit("stop")
 
     def _emit(self, kind: str, **fields) -> None:
-        self.on_event({"event": kind, "time": time.time_ns() // 1_000_000, **fields})
+        was, self.interruptible = self.interruptible, False  # never cut a line in half
+        try:
+            self.on_event({"event": kind, "time": time.time_ns() // 1_000_000, **fields})
+        finally:
+            self.interruptible = was
+        if was and self._stop.is_set():
+            raise Stopped
 
 
 def _inode(path: str | os.PathLike) -> int | None:
@@ -342,13 +347,13 @@ def _inode(path: str | os.PathLike) -> int | None:
 
 
 def run_until_signalled(watcher: Watcher) -> None:
-    """Run `watcher` until SIGINT or SIGTERM; a second signal cuts short work in progress."""
+    """Run `watcher` until SIGINT or SIGTERM, which stop it at once (the index stays whole)."""
     stop = threading.Event()
 
     def handle(signum: int, frame: object) -> None:
         again = stop.is_set()
         stop.set()
-        if again or not watcher.busy:
+        if again or watcher.interruptible:
             raise Stopped
 
     previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}

@@ -8,6 +8,7 @@ folder itself asks for a reconcile of everything. Event types are passed on but 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
@@ -119,6 +120,8 @@ def watchfiles_source(
         return probe, out, thread, ino
 
     def source(stop: threading.Event) -> Iterator[set[Change]]:
+        with contextlib.suppress(OSError):  # a fresh clone of an empty store has no objects/
+            os.makedirs(root, exist_ok=True)
         probe, out, thread, ino = start()
         try:
             yield set()

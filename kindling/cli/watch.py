@@ -76,7 +76,7 @@ def describe(event: dict) -> str | None:
             f"debounce {event['debounceMs']} ms); Ctrl-C to stop"
         )
     if kind == "stop":
-        return f"{clock} stopped; the index is current as of the last batch"
+        return f"{clock} stopped; readers do their own sync again"
     if kind == "reopen":
         return f"{clock} the index file was deleted or replaced; reopened {event['path']}"
     if kind == "error":
@@ -87,6 +87,8 @@ def describe(event: dict) -> str | None:
     what = ", ".join(counts) if counts else "no change"
     if event["mode"] == "refresh":
         head = f"{event['paths']} changed path{'s' if event['paths'] != 1 else ''}"
+    elif event["paths"]:
+        head = f"reconciled ({event['reason']}, {event['paths']} changed paths)"
     else:
         head = f"reconciled ({event['reason']})"
     lines = [f"{clock} {head}: {what} in {_duration(event['ms'])}"]
