@@ -1,111 +1,64 @@
-"""Search with `kindling watch` running, next to the CLI floor, plus the watcher's own costs.
+"""Search with `kindling watch` running, and the watcher's own costs, next to their floors.
 
-    python bench/bench_watch.py                   # 100,000 observations
-    python bench/bench_watch.py -n 10000 --markdown
+    python bench/bench_watch.py                         # 100k (the store of bench/bench.py)
+    python bench/bench_watch.py --sizes 10000,100000 --markdown watch.md
 
-Every figure is measured in the same run on the same tree, and the searches are shown as a
-ratio to the CLI floor, `python -c "import click, orjson, sqlite3"` (median of several runs),
-because only ratios compare on a noisy machine. The query is the realistic shape: a few rare
-words that about 1% of the rows match. Rows:
+Uses bench/bench.py's stores (bench/out/realistic-N, built there and reused), its realistic
+query (about 1% of rows match), its timing helpers and its table. Rows per size:
 
-- search with no watcher: the reader walks the whole tree (a no-op sync) before it searches;
+- search, no watcher: the reader walks the whole tree (a no-op sync), then searches;
 - search with a watcher running: the reader trusts it and stats only the ~1,000 folders;
-- watcher start: from launch until its first reconcile is done and it says it is caught up;
-- a dropped-in file: from writing it until the watcher has indexed it (default debounce);
-- a burst of 1,000 new files: from the last write until the watcher is caught up again;
-- idle CPU of the watcher over ten seconds with nothing changing.
+  both against the CLI floor `python -c "import click, orjson, sqlite3"`, interleaved;
+- watcher start: from launch until its first reconcile is done, against a bare stat walk;
+- a dropped-in file indexed: from writing it until the watcher indexed it, against the
+  debounce it waits for at most;
+- 1,000 new files: from the last write until the watcher is caught up, against a bare walk;
+- idle CPU: CPU seconds per second with nothing changing, against one whole core.
+
+The files it adds are removed again before it stops, so the store is left as it was found.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
-import random
-import shutil
-import sqlite3
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import bench as base  # noqa: E402  bench/bench.py: the shared stores, helpers and table
 from kindling import canonical  # noqa: E402
 from kindling.index import Index  # noqa: E402
 from kindling.store import Store  # noqa: E402
+from kindling.watch import DEFAULT_DEBOUNCE_MS  # noqa: E402
 
-COMMON = (
-    "jwt token expiry middleware validate seconds milliseconds refresh session cache request "
-    "header auth retry timeout handler config deploy migration index query"
-).split()
-RARE = ("zephyr", "quasar", "obsidian")
-QUERY = "zephyr quasar"
-RUNS = 7
-IDLE_S = 10
 TARGET = 2.5
+IDLE_S = 10
+KINDLING = [sys.executable, "-m", "kindling"]
+FLOOR_CMD = [sys.executable, "-c", "import click, orjson, sqlite3"]
 
 
-def observation(i: int, rng: random.Random) -> dict:
-    words = [rng.choice(COMMON) for _ in range(rng.randint(8, 30))]
-    if i % 100 == 0:  # about 1% of rows hold one of the rare words the query asks for
-        words.insert(rng.randrange(len(words)), RARE[(i // 100) % 2])
-    elif i % 100 == 50:
-        words.insert(rng.randrange(len(words)), RARE[2])  # rare, but not asked for
-    return {
-        "id": f"{rng.getrandbits(96):024x}-{i}",
-        "kind": ("tool_call", "command", "file_diff", "error", "message")[i % 5],
-        "content": " ".join(words),
-        "provenance": {"file": f"src/{rng.choice(COMMON)}.ts"},
-        "ts": 1_750_000_000_000 + i * 1000,
-        "scopeIds": {"sessionId": f"s{i % 50}", "repoId": "bench"},
-        "redacted": False,
-    }
-
-
-def fill(root: Path, n: int) -> Store:
-    store = Store.create(root)
-    rng = random.Random(7)
-    for i in range(n):
-        store.write("observations", observation(i, rng), durable=False)
-    store.sync_to_disk()
-    Index(store).close()  # built once, as any first command would
-    return store
-
-
-def env_for(work: Path) -> dict:
-    return {**os.environ, "HOME": str(work), "XDG_CACHE_HOME": str(work / ".cache")}
-
-
-def timed_runs(argv: list[str], env: dict, runs: int = RUNS) -> float:
-    """Median wall time in seconds of `argv` as a whole process (after one warm-up run)."""
-    times = []
-    for i in range(runs + 1):
-        began = time.perf_counter()
-        subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
-        if i:
-            times.append(time.perf_counter() - began)
-    return statistics.median(times)
-
-
-def kindling(store: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "kindling", "--store", str(store), *args]
+def ask(store: Store, question):
+    """One question to the live index, through a connection of its own (no sync)."""
+    ix = Index(store)
+    try:
+        return question(ix)
+    finally:
+        ix.close()
 
 
 def caught_up(store: Store, pid: int) -> bool:
-    ix = Index(store)
-    try:
-        state = ix.watcher_state()
-    finally:
-        ix.close()
-    return bool(state) and state.get("pid") == pid and state.get("pending") is False
+    now = ask(store, Index.watcher_state)
+    return bool(now) and now.get("pid") == pid and now.get("pending") is False
 
 
-def wait(check, timeout: float = 600.0) -> float:
+def wait(check, timeout: float = 900.0) -> float:
+    """Seconds until check() holds, polled every few milliseconds."""
     began = time.perf_counter()
     while not check():
         if time.perf_counter() - began > timeout:
@@ -115,11 +68,17 @@ def wait(check, timeout: float = 600.0) -> float:
 
 
 def indexed(store: Store, entity_id: str) -> bool:
-    ix = Index(store)
-    try:
-        return ix.get(entity_id) is not None
-    finally:
-        ix.close()
+    return ask(store, lambda ix: ix.get(entity_id) is not None)
+
+
+def count(store: Store) -> int:
+    return ask(store, lambda ix: ix.counts()["observations"])
+
+
+def timed(fn) -> float:
+    began = time.perf_counter()
+    fn()
+    return time.perf_counter() - began
 
 
 def cpu_seconds(pid: int) -> float:
@@ -127,124 +86,115 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def bench(n: int, work: Path) -> list[tuple[str, str, str, str]]:
-    root = work / f"store-{n}" / ".kindling"
-    began = time.perf_counter()
-    store = fill(root, n)
-    print(
-        f"# {n:,} observations written and indexed in {time.perf_counter() - began:.1f} s",
-        file=sys.stderr,
-    )
-    env = env_for(work)
-    floor = timed_runs([sys.executable, "-c", "import click, orjson, sqlite3"], env)
-    search = kindling(root, "search", QUERY, "--max", "10")
-    hits = subprocess.run([*search, "--json"], env=env, capture_output=True, check=True)
-    total = json.loads(hits.stdout)["provenance"]["totalCandidates"]
-    alone = timed_runs(search, env)
+def note(n: int, i: int, text: str) -> dict:
+    return {
+        "id": f"watch-bench-{n}-{i:05d}",
+        "kind": "message",
+        "content": f"{text} {i}",
+        "provenance": {"tool": "bench"},
+        "ts": base.NOW,
+        "scopeIds": {},
+        "redacted": False,
+    }
+
+
+def measure_size(n: int, args, table: base.Table, env: dict) -> None:
+    store = base.build_store(Path(args.out) / f"realistic-{n}", base.realistic(n), args.fresh)
+    base.settle(store)
+    store_env = dict(env, KINDLING_STORE=str(store.root))
+    search = [*KINDLING, "search", base.REALISTIC_QUERY]
+    floor = lambda: base.process(FLOOR_CMD, env)  # noqa: E731
+    hits = subprocess.run([*search, "--json"], env=store_env, capture_output=True, check=True)
+    matches = json.loads(hits.stdout)["provenance"]["totalCandidates"]
+
+    ours, cli = base.median_pair(lambda: base.process(search, store_env), floor, args.runs)
+    table.add(n, f"search, no watcher ({matches:,} matches)", ours, cli, "ms")
+    walk = statistics.median(timed(lambda: base.bare_walk(store.objects)) for _ in range(3))
 
     launched = time.perf_counter()
-    proc = subprocess.Popen(kindling(root, "watch", "--json"), env=env, stdout=subprocess.DEVNULL)
+    watcher = subprocess.Popen(
+        [*KINDLING, "watch", "--json"], env=store_env, stdout=subprocess.DEVNULL
+    )
+    added: list[str] = []
     try:
-        wait(lambda: caught_up(store, proc.pid))
-        start = time.perf_counter() - launched
-        watched = timed_runs(search, env)
+        wait(lambda: caught_up(store, watcher.pid))
+        table.add(n, "watcher start (first reconcile)", time.perf_counter() - launched, walk, "ms")
 
-        drops = []
-        rng = random.Random(11)
-        for k in range(5):
-            entity = observation(10**9 + k, rng)
+        ours, cli = base.median_pair(lambda: base.process(search, store_env), floor, args.runs)
+        table.add(n, "**search with a watcher running (process)**", ours, cli, "ms", TARGET)
+
+        delays = []
+        for i in range(5):
+            entity = note(n, i, "dropped in")
             path = store.path_for("observations", entity["id"])
             path.parent.mkdir(parents=True, exist_ok=True)
             began = time.perf_counter()
             path.write_bytes(canonical.encode(entity))
+            added.append(entity["id"])
             wait(lambda e=entity: indexed(store, e["id"]))
-            drops.append(time.perf_counter() - began)
+            delays.append(time.perf_counter() - began)
             time.sleep(0.3)
-        drop = statistics.median(drops)
+        debounce = DEFAULT_DEBOUNCE_MS / 1000
+        table.add(
+            n, "a dropped-in file indexed (median of 5)", statistics.median(delays), debounce, "ms"
+        )
 
-        for i in range(1000):
-            store.write("observations", observation(2 * 10**9 + i, rng), durable=False)
+        before = count(store)
+        for i in range(5, 1005):
+            entity = note(n, i, "burst")
+            store.write("observations", entity, durable=False)
+            added.append(entity["id"])
         last = time.perf_counter()
-        time.sleep(0.05)  # let the first events arrive, so "caught up" is not the old state
-        wait(lambda: caught_up(store, proc.pid) and count(store) == n + 5 + 1000)
-        burst = time.perf_counter() - last
+        time.sleep(0.05)  # the first events are in: "caught up" now means caught up with them
+        wait(lambda: caught_up(store, watcher.pid) and count(store) == before + 1000)
+        table.add(
+            n,
+            "1,000 new files: caught up after the last write",
+            time.perf_counter() - last,
+            walk,
+            "ms",
+        )
 
         time.sleep(3)  # past the reconcile that follows a burst once the tree is quiet
-        before = cpu_seconds(proc.pid)
+        spent = cpu_seconds(watcher.pid)
         time.sleep(IDLE_S)
-        idle = (cpu_seconds(proc.pid) - before) / IDLE_S
+        idle = (cpu_seconds(watcher.pid) - spent) / IDLE_S
+        table.add(n, "watcher idle CPU (CPU time per second)", idle, 1.0, "ms")
+
+        for entity_id in added:  # leave the shared store as it was
+            store.remove("observations", entity_id)
+        wait(lambda: caught_up(store, watcher.pid) and count(store) == before - 5)
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-    ratio = watched / floor
-    verdict = "met" if ratio <= TARGET else "missed"
-    return [
-        ('CLI floor: `python -c "import click, orjson, sqlite3"`', ms(floor), "1.00x", ""),
-        (
-            f"search at {n:,}, no watcher ({total:,} matches)",
-            ms(alone),
-            f"{alone / floor:.2f}x",
-            "",
-        ),
-        (
-            f"**search at {n:,} with a watcher running**",
-            ms(watched),
-            f"**{ratio:.2f}x**",
-            f"<= {TARGET}x: {verdict}",
-        ),
-        (f"watcher start (first reconcile of {n:,})", ms(start), "", ""),
-        ("a dropped-in file indexed (debounce 300 ms, median of 5)", ms(drop), "", ""),
-        ("1,000 new files: caught up after the last write", ms(burst), "", ""),
-        (
-            f"watcher idle CPU ({IDLE_S} s, nothing changing)",
-            f"{idle * 100:.2f}% of a core",
-            "",
-            "",
-        ),
-    ]
-
-
-def count(store: Store) -> int:
-    ix = Index(store)
-    try:
-        return ix.counts()["observations"]
-    finally:
-        ix.close()
-
-
-def ms(seconds: float) -> str:
-    return f"{seconds * 1000:,.0f} ms" if seconds < 10 else f"{seconds:,.1f} s"
-
-
-def table(rows: list[tuple[str, str, str, str]]) -> str:
-    lines = ["| measurement | time | vs CLI floor | target |", "|---|---:|---:|---|"]
-    lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
-    return "\n".join(lines)
+        watcher.terminate()
+        watcher.wait(timeout=30)
+        for entity_id in added:
+            store.remove("observations", entity_id)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("-n", type=int, default=100_000, help="observations in the store")
-    parser.add_argument("--markdown", action="store_true", help="print a BENCHMARKS.md section")
-    parser.add_argument("--work", help="directory for the store (default: a temp dir, removed)")
+    parser.add_argument("--sizes", default="100000")
+    parser.add_argument("--runs", type=int, default=7, help="repetitions per figure (median)")
+    parser.add_argument("--out", default=str(base.ROOT / "bench" / "out"))
+    parser.add_argument("--fresh", action="store_true", help="rebuild the stores")
+    parser.add_argument("--markdown", help="also write the table to this file")
     args = parser.parse_args()
-    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="kindling-bench-"))
-    try:
-        rows = bench(args.n, work)
-    finally:
-        if not args.work:
-            shutil.rmtree(work, ignore_errors=True)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    home = Path(args.out) / "home"
+    env = dict(
+        os.environ, KINDLING_NOW=str(base.NOW), HOME=str(home), XDG_CACHE_HOME=str(home / ".cache")
+    )
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(base.ROOT / "kindling")], check=True
+    )
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')} on {base.machine()}")
+    table = base.Table()
+    for n in (int(s) for s in args.sizes.split(",")):
+        measure_size(n, args, table, env)
+    print()
+    print(table.text())
     if args.markdown:
-        when = dt.date.today().isoformat()
-        cpu = platform.processor() or platform.machine()
-        print("## Search with a watcher\n")
-        print(
-            f"`python bench/bench_watch.py -n {args.n} --markdown`, {when}, {platform.system()} "
-            f"{platform.release()}, {cpu}, {os.cpu_count()} CPUs, Python "
-            f"{platform.python_version()}, SQLite {sqlite3.sqlite_version}.\n"
-        )
-    print(table(rows))
+        Path(args.markdown).write_text(table.markdown() + "\n")
 
 
 if __name__ == "__main__":
