@@ -35,8 +35,8 @@ from kindling.watch import DEFAULT_DEBOUNCE_MS, DEFAULT_RECONCILE_S
 def watch_cmd(ctx: click.Context, debounce_ms: int, reconcile_every: float, json_: bool) -> None:
     """Keep the index current while files change; readers then skip their own walk.
 
-    Prints one line per applied batch (what changed, how long it took); Ctrl-C or SIGTERM
-    stops it. One watcher per store.
+    Prints one line per applied batch (what changed, how long it took), or with --json one
+    JSON object per line; Ctrl-C or SIGTERM stops it. One watcher per store.
 
     \b
     Example:
