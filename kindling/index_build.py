@@ -49,6 +49,8 @@ def build(scanner: Scanner, *, had_schema: bool) -> SyncReport:
         if collecting:
             gc.enable()
     report.removed = len(old)
+    # A big page cache keeps the bulk load from spilling half-built pages to the WAL.
+    conn.execute("PRAGMA cache_size = -65536")
     schema.create(conn)
     rows.files.sort(key=lambda row: row[1])  # the path index fills fastest in order
     conn.executemany(
@@ -56,7 +58,7 @@ def build(scanner: Scanner, *, had_schema: bool) -> SyncReport:
         "problem) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         rows.files,
     )
-    conn.executemany(schema.INSERT_ENTITY, rows.entities)
+    conn.executemany(schema.BULK_ENTITY, rows.entities)
     conn.executemany("INSERT INTO fts(rowid, body) VALUES (?, ?)", rows.fts)
     conn.executemany("INSERT INTO folders(path, count, fingerprint) VALUES (?, ?, ?)", rows.folders)
     losers = []
@@ -69,6 +71,7 @@ def build(scanner: Scanner, *, had_schema: bool) -> SyncReport:
     if dirs is not None:
         folders.store_dirs(conn, dirs, t0, full=True)
     conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")
+    conn.execute("PRAGMA cache_size = -2000")  # SQLite's default again
     report.problems = scanner.index.problems()
     return report
 

@@ -73,7 +73,7 @@ class FileRead(NamedTuple):
 
 
 # Bump on any change to the tables below; an index with another PRAGMA user_version is rebuilt.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 7
 
 # A file (or folder) whose mtime or ctime is this close to the moment its stat data was taken
 # may change again within the same timestamp tick without its stat data changing, so it is
@@ -87,7 +87,7 @@ BUSY_TIMEOUT_S = 60.0
 TABLES = """
 CREATE TABLE files (
     id INTEGER PRIMARY KEY,
-    path TEXT NOT NULL UNIQUE,       -- relative to objects/, '/'-separated
+    path TEXT NOT NULL,              -- relative to objects/, '/'-separated (unique)
     type TEXT NOT NULL,
     size INTEGER NOT NULL,
     mtime_ns INTEGER NOT NULL,
@@ -137,6 +137,8 @@ CREATE VIRTUAL TABLE fts USING fts5(body, tokenize = 'porter unicode61');
 
 # Created after a bulk load, which is faster than keeping them current row by row.
 INDEXES = """
+CREATE UNIQUE INDEX files_by_path ON files(path);
+CREATE INDEX entities_redacted ON entities(type) WHERE redacted = 1;
 CREATE INDEX entities_by_id ON entities(id, type);
 CREATE INDEX entities_by_time ON entities(type, time DESC, id);
 CREATE INDEX files_with_problems ON files(path) WHERE problem IS NOT NULL;
@@ -155,6 +157,7 @@ ENTITY_COLUMNS = (
     "closed_at, summary_id, target_type, target_id, expires_at, json"
 )
 INSERT_ENTITY = f"INSERT OR REPLACE INTO entities({ENTITY_COLUMNS}) VALUES ({', '.join('?' * 18)})"
+BULK_ENTITY = INSERT_ENTITY.replace("INSERT OR REPLACE", "INSERT")
 
 # SQL that sorts entity types in the order a walk visits them.
 TYPE_ORDER = (

@@ -364,8 +364,21 @@ class Scanner:
         return out
 
     def _sweep(self) -> None:
-        """Remove rows that point at nothing (none should exist; a sync never trusts that)."""
+        """Remove rows that point at nothing: none should exist, and a sync never trusts that.
+
+        Counting first (a few index scans) keeps this cheap; the deletes only run on a mismatch.
+        """
         conn = self.conn
+        entity_files, entities, fts_rows, searchable = conn.execute(
+            "SELECT (SELECT count(*) FROM files) "
+            "- (SELECT count(*) FROM files WHERE problem IS NOT NULL), "
+            "(SELECT count(*) FROM entities), (SELECT count(*) FROM fts_docsize), "
+            "(SELECT count(*) FROM entities WHERE type IN ('summaries', 'observations')) "
+            "- (SELECT count(*) FROM entities INDEXED BY entities_redacted "
+            "WHERE redacted = 1 AND type = 'observations')"
+        ).fetchone()
+        if entity_files == entities and fts_rows == searchable:
+            return
         conn.execute(
             "DELETE FROM entities WHERE rowid NOT IN (SELECT id FROM files WHERE problem IS NULL)"
         )
@@ -378,5 +391,3 @@ class Scanner:
             "UPDATE files SET hash = '', statkey = '' WHERE problem IS NULL "
             "AND id NOT IN (SELECT rowid FROM entities)"
         )
-
-    # ------------------------------------------------------------ rebuild and checks

@@ -489,3 +489,20 @@ def test_parallel_processes_sync_and_write_without_locking_errors(store, tmp_pat
     assert ix.verify() == []
     assert ix.dump() == fresh_dump(store, tmp_path)
     ix.close()
+
+
+def test_orphan_rows_are_swept(store, index):
+    for n in range(3):
+        store.write("observations", obs(n, "token"))
+    index.sync()
+    # Damage the index behind its back: a file row and an FTS row lose their partners.
+    with index.transaction() as conn:
+        fid = conn.execute("SELECT id FROM files ORDER BY path LIMIT 1").fetchone()[0]
+        conn.execute("DELETE FROM files WHERE id = ?", (fid,))
+        conn.execute("INSERT INTO fts(rowid, body) VALUES (999, 'stray token')")
+    assert index.verify() != []
+    store.write("observations", obs(7, "something new"))  # any change makes the sync write
+    index.sync()
+    index.sync()  # the file whose row was lost is found again as new
+    assert index.verify() == []
+    assert index.counts()["observations"] == 4
