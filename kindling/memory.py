@@ -56,7 +56,7 @@ def _check_scope(scope: dict | None) -> dict:
     return scope
 
 
-def _mask_scope_free_text(text: str | None) -> tuple[str | None, int]:
+def _mask_optional(text: str | None) -> tuple[str | None, int]:
     if text is None:
         return None, 0
     return mask_text(text)
@@ -318,7 +318,7 @@ class Memory:
         target = self.resolve(target_id, PLURAL[target_type]).entity
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
             raise ValidationError("ttl must be a positive number of milliseconds")
-        reason, masked = _mask_scope_free_text(note)
+        reason, masked = _mask_optional(note)
         created = now_ms()
         pin = {
             "id": new_id("pins"),
