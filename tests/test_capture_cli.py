@@ -338,3 +338,42 @@ def test_status_counts(run, store_dir):
     assert info["store"] == str(store_dir) and info["problems"] == []
     text = ok(run("status"))
     assert "Observations: 2 (1 redacted)" in text and "Capsules: 1 (1 open)" in text
+
+
+def test_a_reader_that_goes_away_gets_no_error(run, store_dir):
+    import subprocess
+    import sys
+
+    # More output than a pipe buffer holds, so the writer is still writing when the reader goes.
+    for i in range(1000):
+        Store.open(store_dir).write(
+            "observations",
+            {
+                "id": f"obs-{i:04d}",
+                "kind": "message",
+                "content": "x " * 50,
+                "provenance": {},
+                "ts": i,
+                "scopeIds": {},
+                "redacted": False,
+            },
+        )
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kindling",
+            "--store",
+            str(store_dir),
+            "list",
+            "observations",
+            "--limit",
+            "1000",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout.readline().startswith(b"obs-0999")
+    proc.stdout.close()  # as `| head -1` does
+    assert proc.wait(timeout=30) == 1
+    assert proc.stderr.read() == b""

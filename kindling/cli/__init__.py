@@ -7,6 +7,9 @@ Commands live in small modules and are imported only when run, so `kindling log`
 from __future__ import annotations
 
 import importlib
+import os
+import sqlite3
+import sys
 
 import click
 
@@ -60,6 +63,14 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except KindlingError as exc:
             raise click.ClickException(str(exc)) from None
+        except BrokenPipeError:
+            # The reader went away (`kindling list ... | head`): stop quietly, as cat does.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(1)
+        except sqlite3.Error as exc:
+            raise click.ClickException(
+                f"the index failed ({exc}); `kindling reindex --full` rebuilds it from the files"
+            ) from None
         except OSError as exc:
             where = f" ({exc.filename})" if exc.filename else ""
             raise click.ClickException(f"{exc.strerror or exc}{where}") from None

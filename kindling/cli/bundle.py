@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 import click
@@ -44,12 +43,7 @@ def export_cmd(ctx, output, include_redacted, **scope_kwargs) -> None:
         report = memory.export(output, **options)
         notice(f"{describe(report)} Bundle written to {output}.")
     else:
-        try:
-            report = memory.export(sys.stdout.buffer, **options)
-        except BrokenPipeError:
-            # The reader went away (`kindling export | head`): stop quietly, as cat does.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(1)
+        report = memory.export(sys.stdout.buffer, **options)
     if report.problems:
         n = len(report.problems)
         notice(
