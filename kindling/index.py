@@ -149,11 +149,11 @@ class Index(IndexReader):
         self._retry(lambda: conn.execute("BEGIN IMMEDIATE"))
         try:
             yield conn
+            self._retry(lambda: conn.execute("COMMIT"))
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             raise
-        self._retry(lambda: conn.execute("COMMIT"))
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:

@@ -14,6 +14,7 @@ changes is one short write transaction.
 from __future__ import annotations
 
 import os
+import stat as stat_module
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -115,9 +116,13 @@ class Scanner:
                 continue
             path: str | None = f"{objects}/{rel_folder}"
             try:
-                dirs[rel_folder] = os.lstat(path).st_mtime_ns  # before listing, as git does
+                st = os.lstat(path)  # before listing, as git does
             except (FileNotFoundError, NotADirectoryError):
-                dirs[rel_folder], path = None, None
+                st = None
+            if st is None or not stat_module.S_ISDIR(st.st_mode):
+                dirs[rel_folder], path = None, None  # gone, or never a folder
+            else:
+                dirs[rel_folder] = st.st_mtime_ns
             recorded = self._recorded_folders("WHERE path = ?", (rel_folder,))
             self._scan_folder(scan, rel_folder, path, recorded.get(rel_folder))
         return self._reconcile(scan, dirs, full=False)

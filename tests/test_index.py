@@ -506,3 +506,26 @@ def test_orphan_rows_are_swept(store, index):
     index.sync()  # the file whose row was lost is found again as new
     assert index.verify() == []
     assert index.counts()["observations"] == 4
+
+
+def test_hints_that_are_not_folders_change_nothing(store, index):
+    store.write("observations", obs(1))
+    index.sync()
+    stray = store.objects / "observations" / "loose.json"
+    stray.write_text("{}")
+    report = index.refresh([stray, store.objects / "observations" / "nothere" / "x.json"])
+    assert (report.added, report.removed, report.problems) == (0, 0, [])
+    assert index.get("obs-0001") is not None
+    assert (
+        index.conn.execute("SELECT count(*) FROM folders WHERE path LIKE '%loose%'").fetchone()[0]
+        == 0
+    )
+
+
+def test_a_failed_transaction_leaves_the_connection_usable(store, index):
+    with pytest.raises(RuntimeError):
+        with index.transaction() as conn:
+            conn.execute("DELETE FROM files")
+            raise RuntimeError("boom")
+    store.write("observations", obs(1))
+    assert index.sync().added == 1
