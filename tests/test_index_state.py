@@ -245,8 +245,8 @@ class TrustedStatMachine(IndexMachine):
 
 
 _settings = settings(
-    max_examples=20,
-    stateful_step_count=20,
+    max_examples=40,
+    stateful_step_count=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
