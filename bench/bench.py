@@ -276,8 +276,7 @@ def measure_size(n: int, args, table: Table, env: dict) -> None:
 
     # Full rebuild, in entities per second, against read + hash + parse + bulk FTS5 insert.
     with _opened(real) as ix:
-        ours = statistics.median(_timed(ix.rebuild) for _ in range(min(runs, 3)))
-    floor = statistics.median(rebuild_floor(real) for _ in range(min(runs, 3)))
+        ours, floor = median_pair(ix.rebuild, lambda: rebuild_floor(real), min(runs, 5))
     table.add(n, "full rebuild (entities/s)", n / ours, n / floor, "/s", 0.6, True)
 
     # No-op sync against a bare scandir + stat walk.
