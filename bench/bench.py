@@ -238,20 +238,22 @@ def settle(store: Store) -> None:
         ix.sync()
 
 
-def change_300(store: Store, round_no: int, n: int) -> None:
-    """100 changed, 100 new and 100 deleted observation files."""
+def change_300(store: Store, round_no: int, n: int):
+    """100 changed, 100 new and 100 deleted observation files; returns a function undoing it."""
     rng = random.Random(round_no)
     files = sorted(f.path for f in store.walk("observations"))
     picked = rng.sample(files, 200)
+    saved = {path: Path(path).read_bytes() for path in picked}
     for path in picked[:100]:
-        entity = canonical.decode(Path(path).read_bytes())
+        entity = canonical.decode(saved[path])
         entity["content"] += f" edited {round_no}"
         store.write("observations", entity, durable=False)
     for path in picked[100:]:
         os.unlink(path)
-    for i in range(100):
+    new_ids = [f"new-{n}-{round_no}-{i}" for i in range(100)]
+    for i, eid in enumerate(new_ids):
         entity = {
-            "id": f"new-{n}-{round_no}-{i}",
+            "id": eid,
             "kind": "message",
             "content": f"fresh note {i}",
             "provenance": {},
@@ -260,6 +262,14 @@ def change_300(store: Store, round_no: int, n: int) -> None:
             "redacted": False,
         }
         store.write("observations", entity, durable=False)
+
+    def undo() -> None:
+        for path, data in saved.items():
+            store.write_file(Path(path), data, durable=False)
+        for eid in new_ids:
+            store.remove("observations", eid)
+
+    return undo
 
 
 def measure_size(n: int, args, table: Table, env: dict) -> None:
@@ -290,9 +300,10 @@ def measure_size(n: int, args, table: Table, env: dict) -> None:
         times, floors = [], []
         with _opened(real) as ix:
             for r in range(min(runs, 3)):
-                change_300(real, r, n)
+                undo = change_300(real, r, n)
                 floors.append(_timed(lambda: bare_walk(real.objects)))
                 times.append(_timed(ix.sync))
+                undo()  # the stores are reused: leave them as they were
         table.add(
             n,
             "sync after 100 changed/new/deleted",
