@@ -21,11 +21,14 @@ RULE = "=" * 50
     type=click.Choice(OBSERVATION_KINDS),
     help="Only observations of this kind (repeatable).",
 )
-@click.option("--since", type=click.IntRange(min=0), metavar="MS", help="Only from this time on.")
+@click.option(
+    "--since", type=click.IntRange(min=0), metavar="MS", help="Only from this time on (epoch ms)."
+)
 @click.option(
     "--max",
     "max_results",
     type=click.IntRange(min=0),
+    metavar="N",
     default=10,
     show_default=True,
     help="Most candidates to return.",
