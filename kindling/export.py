@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
@@ -201,7 +200,7 @@ def export_bundle(
 def export_to_path(store: Store, path: str | os.PathLike, **options) -> ExportReport:
     """Export into a file atomically: a temp file beside it, fsync, then rename over it."""
     target = Path(path)
-    tmp = target.parent / f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+    tmp = target.parent / f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
     try:
         with open(tmp, "xb") as fh:
             report = export_bundle(store, fh, **options)

@@ -6,15 +6,17 @@ at once. Every read first brings the index up to date with the files.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import os
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
 from kindling.clock import now_ms
 from kindling.errors import KindlingError, NotFoundError, ValidationError
-from kindling.masking import mask_json, mask_text
 from kindling.model import (
     ENTITY_TYPES,
     OBSERVATION_KINDS,
@@ -56,10 +58,34 @@ def _check_scope(scope: dict | None) -> dict:
     return scope
 
 
+# The masking patterns compile on import; only writes need them, so reads never pay for it.
+def mask_text(text: str) -> tuple[str, int]:
+    from kindling.masking import mask_text as mask
+
+    return mask(text)
+
+
+def mask_json(value: object) -> tuple[object, int]:
+    from kindling.masking import mask_json as mask
+
+    return mask(value)
+
+
 def _mask_optional(text: str | None) -> tuple[str | None, int]:
     if text is None:
         return None, 0
     return mask_text(text)
+
+
+def _one_sync(method):
+    """Let every lookup in one public call share the call's first sync."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self._one_call():
+            return method(self, *args, **kwargs)
+
+    return wrapper
 
 
 class Memory:
@@ -70,6 +96,9 @@ class Memory:
     ) -> None:
         self.store = Store.open(locate(store, cwd))
         self._index = None
+        # Inside one public call, the first sync serves every lookup that follows.
+        self._call_sync = None
+        self._in_call = False
 
     @classmethod
     def init(
@@ -107,12 +136,30 @@ class Memory:
 
     def fresh(self):
         """Bring the index up to date with the files; returns the sync report."""
-        return self.index.sync()
+        if self._in_call and self._call_sync is not None:
+            return self._call_sync
+        report = self.index.sync()
+        if self._in_call:
+            self._call_sync = report
+        return report
+
+    @contextlib.contextmanager
+    def _one_call(self) -> Iterator[None]:
+        """Scope of one public call: lookups inside it share a single sync."""
+        if self._in_call:
+            yield
+            return
+        self._in_call = True
+        try:
+            yield
+        finally:
+            self._in_call = False
+            self._call_sync = None
 
     def _record(self, entity_type: str, path: Path, data: bytes, entity: dict) -> None:
         try:
             self.index.record(entity_type, path, data, entity)
-        except sqlite3.Error:
+        except (sqlite3.Error, KindlingError):
             # The file is the truth and is already written; the next sync heals the index.
             pass
 
@@ -150,6 +197,7 @@ class Memory:
             raise KindlingError(f"id prefix {ref!r} is ambiguous: {shown}{more}")
         return Found(*matches[0])
 
+    @_one_sync
     def get(self, ref: str) -> Found:
         """Any entity by id or unique prefix, read from its file."""
         found = self.resolve(ref)
@@ -177,6 +225,7 @@ class Memory:
 
     # ------------------------------------------------------------ capture
 
+    @_one_sync
     def log(
         self,
         content: str,
@@ -230,6 +279,7 @@ class Memory:
             self._write("capsules", capsule)
         return written
 
+    @_one_sync
     def open_capsule(
         self, intent: str, *, type: str = "session", scope: dict | None = None
     ) -> Written:
@@ -261,6 +311,7 @@ class Memory:
                 )
             return self._write("capsules", capsule, masked)
 
+    @_one_sync
     def close_capsule(
         self,
         capsule_id: str,
@@ -303,6 +354,7 @@ class Memory:
                 self._write("summaries", summary_entity, masked)
             return self._write("capsules", capsule, masked)
 
+    @_one_sync
     def pin(
         self,
         target_type: str,
@@ -332,6 +384,7 @@ class Memory:
         validate("pins", pin)
         return self._write("pins", pin, masked)
 
+    @_one_sync
     def unpin(self, pin_id: str) -> dict:
         """Remove a pin's file; returns the pin that was removed."""
         found = self.resolve(pin_id, "pins")
@@ -339,10 +392,11 @@ class Memory:
         self.store.remove("pins", found.entity["id"])
         try:
             self.index.drop(path)
-        except sqlite3.Error:
-            pass
+        except (sqlite3.Error, KindlingError):
+            pass  # the file is gone; the next sync drops its row
         return found.entity
 
+    @_one_sync
     def forget(self, observation_id: str) -> Written:
         """Redact an observation: the record stays, its content and provenance go."""
         target = self.resolve(observation_id, "observations").entity["id"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import re
-import uuid
 from typing import Any
 
 from kindling.errors import ValidationError
@@ -97,6 +96,8 @@ def check_id(value: object, what: str = "id") -> str:
 
 def new_id(entity_type: str) -> str:
     """A fresh id: lowercase UUIDv4 for observations, `cap_`/`sum_`/`pin_` + 32 hex otherwise."""
+    import uuid  # only writers make ids; uuid's import is not free for every read
+
     if entity_type == "observations":
         return str(uuid.uuid4())
     return _ID_PREFIXES[entity_type] + uuid.uuid4().hex

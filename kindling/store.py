@@ -16,7 +16,6 @@ import contextlib
 import fcntl
 import hashlib
 import os
-import secrets
 import stat as stat_module
 from collections.abc import Iterator
 from pathlib import Path
@@ -233,7 +232,7 @@ class Store:
         """Temp file in the same directory, flush (+ fsync), os.replace: never a partial file."""
         folder = os.path.dirname(path)
         tmp = os.path.join(
-            folder, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+            folder, f".{os.path.basename(path)}.{os.getpid()}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
         )
         try:
             fh = open(tmp, "xb")
