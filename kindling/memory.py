@@ -28,6 +28,7 @@ from kindling.model import (
     scope_errors,
     validate,
 )
+from kindling.secret_gate import json_might_hold_secret, might_hold_secret
 from kindling.store import STORE_DIRNAME, Store, default_init_root, locate
 
 MIN_PREFIX = 6
@@ -58,14 +59,18 @@ def _check_scope(scope: dict | None) -> dict:
     return scope
 
 
-# The masking patterns compile on import; only writes need them, so reads never pay for it.
+# The masking patterns compile on import: text that cannot hold a secret never loads them.
 def mask_text(text: str) -> tuple[str, int]:
+    if not might_hold_secret(text):
+        return text, 0
     from kindling.masking import mask_text as mask
 
     return mask(text)
 
 
 def mask_json(value: object) -> tuple[object, int]:
+    if not json_might_hold_secret(value):
+        return value, 0
     from kindling.masking import mask_json as mask
 
     return mask(value)

@@ -341,3 +341,34 @@ def test_pathological_input_completes(unit):
     masked, count = mask_text(text)
     assert mask_text(masked) == (masked, 0)
     assert count >= 0
+
+
+# ------------------------------------------------------------------ the cheap first look
+
+from kindling.secret_gate import TRIGGERS, json_might_hold_secret, might_hold_secret  # noqa: E402
+
+
+@pytest.mark.parametrize(("text", "expected"), EXACT)
+def test_the_gate_lets_every_masked_case_through(text, expected):
+    assert might_hold_secret(text)
+    assert might_hold_secret(text.upper()) and might_hold_secret(text.swapcase())
+
+
+fragments = st.sampled_from(
+    [*TRIGGERS, "=", ":", " ", "\n", '"', "api_", "_", "-", "/", "@", "Bearer ", "Basic ",
+     "ghp_", "AKIA", "sk-", "x" * 20, "A1b2C3d4E5f6G7h8I9j0", BASIC, "-----END"]
+)
+
+
+@settings(max_examples=400)
+@given(st.lists(st.one_of(fragments, st.text(max_size=6)), max_size=12).map("".join))
+def test_text_the_gate_turns_away_never_holds_a_secret(text):
+    if not might_hold_secret(text):
+        assert mask_text(text) == (text, 0)
+
+
+@settings(max_examples=200)
+@given(st.dictionaries(st.text(max_size=12), st.text(max_size=20), max_size=4))
+def test_json_the_gate_turns_away_never_holds_a_secret(value):
+    if not json_might_hold_secret(value):
+        assert mask_json(value) == (value, 0)
