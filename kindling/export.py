@@ -11,9 +11,7 @@ do not carry at all (`model.pin_scope_matches`), as pins do in search.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from pathlib import Path
 from typing import BinaryIO, NamedTuple
 
 from kindling import canonical
@@ -28,7 +26,7 @@ from kindling.model import (
     scope_errors,
     scope_matches,
 )
-from kindling.store import TEMP_SUFFIX, Store, fanout
+from kindling.store import Store, atomic_output, fanout
 
 
 class Problem(NamedTuple):
@@ -199,18 +197,8 @@ def export_bundle(
 
 def export_to_path(store: Store, path: str | os.PathLike, **options) -> ExportReport:
     """Export into a file atomically: a temp file beside it, fsync, then rename over it."""
-    target = Path(path)
-    tmp = target.parent / f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
-    try:
-        with open(tmp, "xb") as fh:
-            report = export_bundle(store, fh, **options)
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return report
+    with atomic_output(path) as fh:
+        return export_bundle(store, fh, **options)
 
 
 def describe(report: ExportReport) -> str:

@@ -19,7 +19,7 @@ import os
 import stat as stat_module
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 from kindling import canonical
 from kindling.errors import CorruptFileError, KindlingError
@@ -230,29 +230,8 @@ class Store:
 
     def write_file(self, path: Path, data: bytes, *, durable: bool = True) -> None:
         """Temp file in the same directory, flush (+ fsync), os.replace: never a partial file."""
-        folder = os.path.dirname(path)
-        tmp = os.path.join(
-            folder, f".{os.path.basename(path)}.{os.getpid()}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
-        )
-        try:
-            fh = open(tmp, "xb")
-        except FileNotFoundError:
-            # First file in this fan-out folder: create it (checked only on a miss).
-            os.makedirs(folder, exist_ok=True)
-            fh = open(tmp, "xb")
-        try:
-            with fh:
-                fh.write(data)
-                fh.flush()
-                if durable:
-                    os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        if durable:
-            _fsync_dir(folder)
+        with atomic_output(path, durable=durable) as fh:
+            fh.write(data)
 
     def remove(self, entity_type: str, entity_id: str) -> bool:
         """Delete an entity's file; False when it was not there."""
@@ -280,6 +259,38 @@ class Store:
             yield
         finally:
             os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike, *, durable: bool = True) -> Iterator[BinaryIO]:
+    """A binary stream that becomes `path` whole on success and leaves no trace on failure.
+
+    Written to a temp file in the same directory (`.<name>.<pid>.<hex>.tmp`, ignored by every
+    walk), flushed (+ fsync), then renamed over `path`.
+    """
+    folder = os.path.dirname(path)
+    tmp = os.path.join(
+        folder, f".{os.path.basename(path)}.{os.getpid()}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
+    )
+    try:
+        fh = open(tmp, "xb")
+    except FileNotFoundError:
+        # First file in this fan-out folder: create it (checked only on a miss).
+        os.makedirs(folder, exist_ok=True)
+        fh = open(tmp, "xb")
+    try:
+        with fh:
+            yield fh
+            fh.flush()
+            if durable:
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if durable:
+        _fsync_dir(folder or ".")
 
 
 def _fsync_dir(path: str | os.PathLike) -> None:

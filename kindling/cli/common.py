@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from kindling import canonical
-from kindling.model import SCOPE_KEYS
+from kindling.model import OBSERVATION_KINDS, SCOPE_KEYS
 
 # option name -> scopeIds key
 SCOPE_OPTIONS = {
@@ -29,6 +29,17 @@ def scope_options(func):
             func
         )
     return func
+
+
+def kind_option(func):
+    """--kind, repeatable: only observations of these kinds."""
+    return click.option(
+        "--kind",
+        "kinds",
+        multiple=True,
+        type=click.Choice(OBSERVATION_KINDS),
+        help="Only observations of this kind (repeatable).",
+    )(func)
 
 
 def json_option(func):

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import click
 
-from kindling.cli.common import echo_json, json_option, open_memory, scope_from, scope_options
+from kindling.cli.common import (
+    echo_json,
+    json_option,
+    kind_option,
+    open_memory,
+    scope_from,
+    scope_options,
+)
 from kindling.cli.format import entity_line, problems_notice
-from kindling.model import ENTITY_TYPES, OBSERVATION_KINDS, SINGULAR
+from kindling.model import ENTITY_TYPES, SINGULAR
 
 
 @click.command("show")
@@ -35,13 +42,7 @@ def show_cmd(ctx, entity_id, json_) -> None:
 @click.command("list")
 @click.argument("entity_type", type=click.Choice(ENTITY_TYPES))
 @scope_options
-@click.option(
-    "--kind",
-    "kinds",
-    multiple=True,
-    type=click.Choice(OBSERVATION_KINDS),
-    help="Only observations of this kind (repeatable).",
-)
+@kind_option
 @click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
 @click.option("--all", "include_expired", is_flag=True, help="Include expired pins.")
 @json_option

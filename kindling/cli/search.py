@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import click
 
-from kindling.cli.common import echo_json, json_option, open_memory, scope_from, scope_options
+from kindling.cli.common import (
+    echo_json,
+    json_option,
+    kind_option,
+    open_memory,
+    scope_from,
+    scope_options,
+)
 from kindling.cli.format import format_time, problems_notice
-from kindling.model import OBSERVATION_KINDS
 
 RULE = "=" * 50
 
@@ -14,13 +20,7 @@ RULE = "=" * 50
 @click.command("search")
 @click.argument("query", nargs=-1)
 @scope_options
-@click.option(
-    "--kind",
-    "kinds",
-    multiple=True,
-    type=click.Choice(OBSERVATION_KINDS),
-    help="Only observations of this kind (repeatable).",
-)
+@kind_option
 @click.option(
     "--since", type=click.IntRange(min=0), metavar="MS", help="Only from this time on (epoch ms)."
 )
