@@ -122,12 +122,15 @@ def _write_entities(
     keys: list[tuple[int, str, int]],
     keep: _Filter,
     problems: list[Problem],
+    step=None,
 ) -> int:
     """The second pass for one type: re-read in order and write; returns how many were written."""
     out.write(f'    "{entity_type}": ['.encode())
     written = 0
     folder = os.path.join(store.objects, entity_type)
     for _, entity_id, checked in keys:
+        if step is not None:
+            step(1)
         path = os.path.join(folder, fanout(entity_id), entity_id + ".json")
         try:
             data = _read(path)
@@ -160,6 +163,7 @@ def export_bundle(
     scope: dict | None = None,
     include_redacted: bool = False,
     exported_at: int | None = None,
+    progress=None,
 ) -> ExportReport:
     """Write a bundle of `store` to the binary stream `out`; byte-identical for the same store."""
     scope = dict(scope or {})
@@ -180,7 +184,8 @@ def export_bundle(
         # Keys for one type at a time; observations go first, so every redacted id is known
         # before the pins that may point at them are filtered.
         keys = _sorted_keys(store, etype, keep, problems)
-        counts[etype] = _write_entities(out, store, etype, keys, keep, problems)
+        step = progress(f"Exporting {etype}", len(keys)) if progress else None
+        counts[etype] = _write_entities(out, store, etype, keys, keep, problems, step)
         del keys
         out.write(b",\n" if n < len(ENTITY_TYPES) - 1 else b"\n")
     metadata = canonical.encode_compact(DESCRIPTION).decode()

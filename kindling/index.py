@@ -15,7 +15,7 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import orjson
@@ -27,6 +27,9 @@ from kindling.index_schema import FileRead, Indexed, Problem, RankKey, SyncRepor
 from kindling.index_sync import Scanner
 from kindling.model import ENTITY_TYPES
 from kindling.store import Store
+
+# progress(label, total) -> step(n): how long work reports itself (a bar on a terminal).
+Progress = Callable[[str, int], Callable[[int], object]]
 
 __all__ = ["FileRead", "Index", "Indexed", "Problem", "RankKey", "SyncReport", "filters"]
 
@@ -197,10 +200,13 @@ class Index(IndexReader):
             self._open()
             return self.scanner.sync(trust_watcher=trust_watcher)
 
-    def rebuild(self) -> SyncReport:
-        """Rebuild every row from the files in one transaction (readers see old or new, whole)."""
+    def rebuild(self, *, progress: Progress | None = None) -> SyncReport:
+        """Rebuild every row from the files in one transaction (readers see old or new, whole).
+
+        `progress(label, total)`, when given, returns the function that hears each step.
+        """
         self._reopen_if_replaced()
-        return self._build(only_if_stale=False)
+        return self._build(only_if_stale=False, progress=progress)
 
     def refresh(self, paths: Iterable[str | os.PathLike]) -> SyncReport:
         """Re-check the fan-out folders holding `paths` (hints, e.g. from a watcher).
@@ -244,14 +250,16 @@ class Index(IndexReader):
             else:
                 self.scanner.apply([read], [])
 
-    def _build(self, *, only_if_stale: bool) -> SyncReport:
+    def _build(self, *, only_if_stale: bool, progress: Progress | None = None) -> SyncReport:
         with self.transaction() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if only_if_stale and version == schema.SCHEMA_VERSION:
                 return SyncReport(problems=self.problems())
             from kindling import index_build  # only a rebuild needs it
 
-            return index_build.build(self.scanner, had_schema=version == schema.SCHEMA_VERSION)
+            return index_build.build(
+                self.scanner, had_schema=version == schema.SCHEMA_VERSION, progress=progress
+            )
 
     # ------------------------------------------------------------ lookups
 

@@ -28,7 +28,7 @@ class _Rows:
     owners: dict[tuple[str, str], list[tuple[str, int]]] = field(default_factory=dict)
 
 
-def build(scanner: Scanner, *, had_schema: bool) -> SyncReport:
+def build(scanner: Scanner, *, had_schema: bool, progress=None) -> SyncReport:
     """Replace every table from a fresh read of all files (inside the caller's transaction)."""
     conn = scanner.conn
     old: dict[str, str] = {}
@@ -44,7 +44,7 @@ def build(scanner: Scanner, *, had_schema: bool) -> SyncReport:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        rows = _read_all(scanner, t0, old, report)
+        rows = _read_all(scanner, t0, old, report, progress)
     finally:
         if collecting:
             gc.enable()
@@ -76,13 +76,19 @@ def build(scanner: Scanner, *, had_schema: bool) -> SyncReport:
     return report
 
 
-def _read_all(scanner: Scanner, t0: int, old: dict[str, str], report: SyncReport) -> _Rows:
+def _read_all(
+    scanner: Scanner, t0: int, old: dict[str, str], report: SyncReport, progress=None
+) -> _Rows:
     """Read, hash and parse every file into rows for a rebuild, counting against `old`."""
     recent = t0 - schema.RACY_NS
     rows = _Rows()
     file_rows, entity_rows, fts_rows, owners = rows.files, rows.entities, rows.fts, rows.owners
     fid = 0
-    for rel_folder, path in scanner.buckets():
+    folders_to_read = scanner.buckets()
+    step = progress("Indexing", len(folders_to_read)) if progress else None
+    for rel_folder, path in folders_to_read:
+        if step is not None:
+            step(1)
         etype = rel_folder.split("/", 1)[0]
         items, fingerprint = scan_folder(path)
         racy = False

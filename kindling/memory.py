@@ -467,11 +467,12 @@ class Memory:
         *,
         scope: dict | None = None,
         include_redacted: bool = False,
+        progress=None,
     ):
         """Write a bundle to a binary stream, or atomically to a file path; an ExportReport."""
         from kindling.export import export_bundle, export_to_path
 
-        options = {"scope": scope, "include_redacted": include_redacted}
+        options = {"scope": scope, "include_redacted": include_redacted, "progress": progress}
         if isinstance(out, (str, os.PathLike)):
             return export_to_path(self.store, out, **options)
         return export_bundle(self.store, out, **options)
@@ -513,10 +514,10 @@ class Memory:
             include_redacted=include_redacted,
         )
 
-    def reindex(self, full: bool = False):
+    def reindex(self, full: bool = False, *, progress=None):
         """Walk every file and bring the index up to date, or rebuild it whole; a SyncReport."""
         if full:
-            return self.index.rebuild()
+            return self.index.rebuild(progress=progress)
         return self.index.sync(trust_watcher=False)
 
 

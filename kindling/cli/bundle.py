@@ -11,6 +11,7 @@ from kindling.cli.common import (
     json_option,
     notice,
     open_memory,
+    progress_bars,
     scope_from,
     scope_options,
 )
@@ -39,11 +40,12 @@ def export_cmd(ctx, output, include_redacted, **scope_kwargs) -> None:
 
     memory = open_memory(ctx)
     options = {"scope": scope_from(scope_kwargs), "include_redacted": include_redacted}
-    if output and output != "-":
-        report = memory.export(output, **options)
-        notice(f"{describe(report)} Bundle written to {output}.")
-    else:
-        report = memory.export(sys.stdout.buffer, **options)
+    with progress_bars() as progress:
+        if output and output != "-":
+            report = memory.export(output, progress=progress, **options)
+            notice(f"{describe(report)} Bundle written to {output}.")
+        else:
+            report = memory.export(sys.stdout.buffer, progress=progress, **options)
     if report.problems:
         n = len(report.problems)
         notice(
@@ -77,38 +79,11 @@ def import_cmd(ctx, source, on_conflict, dry_run, json_) -> None:
     """
     from kindling.bundle import read_source
 
-    with open_memory(ctx) as memory, _Progress() as progress:
+    with open_memory(ctx) as memory, progress_bars() as progress:
         report = memory.import_bundle(
-            read_source(source),
-            on_conflict=on_conflict,
-            dry_run=dry_run,
-            progress=progress if sys.stderr.isatty() else None,
+            read_source(source), on_conflict=on_conflict, dry_run=dry_run, progress=progress
         )
     if json_:
         echo_json(report.as_json())
     else:
         click.echo("\n".join(report.lines()))
-
-
-class _Progress:
-    """Progress bars on stderr, one per import stage (used only when stderr is a terminal)."""
-
-    def __init__(self) -> None:
-        self.bar = None
-
-    def __enter__(self) -> _Progress:
-        return self
-
-    def __call__(self, label: str, total: int):
-        self._close()
-        self.bar = click.progressbar(length=total, label=label.ljust(8), file=sys.stderr)
-        self.bar.__enter__()
-        return self.bar.update
-
-    def _close(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(*(exc or (None, None, None)))
-            self.bar = None
-
-    def __exit__(self, *exc: object) -> None:
-        self._close(*exc)

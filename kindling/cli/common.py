@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
@@ -75,6 +77,31 @@ def echo_json(value: Any) -> None:
     """Print a value as indented JSON (entities exactly as stored)."""
     sys.stdout.buffer.write(canonical.encode(value))
     sys.stdout.flush()
+
+
+@contextlib.contextmanager
+def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], object]] | None]:
+    """A `progress(label, total) -> step` for long work: bars on stderr when it is a terminal.
+
+    Yields None when stderr is not a terminal, so pipes and logs get nothing extra.
+    """
+    if not sys.stderr.isatty():
+        yield None
+        return
+    bars: list = []
+
+    def start(label: str, total: int):
+        if bars:
+            bars.pop().__exit__(None, None, None)
+        bar = click.progressbar(length=total, label=label.ljust(12), file=sys.stderr)
+        bars.append(bar)
+        return bar.__enter__().update
+
+    try:
+        yield start
+    finally:
+        if bars:
+            bars.pop().__exit__(None, None, None)
 
 
 def notice(message: str) -> None:

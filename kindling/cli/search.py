@@ -9,6 +9,7 @@ from kindling.cli.common import (
     json_option,
     kind_option,
     open_memory,
+    progress_bars,
     scope_from,
     scope_options,
 )
@@ -121,7 +122,8 @@ def reindex_cmd(ctx, full, json_) -> None:
       kindling reindex --full --json
     """
     memory = open_memory(ctx)
-    report = memory.reindex(full=full)
+    with progress_bars() as progress:
+        report = memory.reindex(full=full, progress=progress)
     if json_:
         echo_json(report.as_dict())
     else:
