@@ -166,4 +166,3 @@ def read_source(source: str) -> bytes:
             return fh.read()
     except OSError as exc:
         raise KindlingError(f"cannot read {source}: {exc.strerror}") from None
-

@@ -59,9 +59,7 @@ def merge_hooks(settings: dict[str, Any], command: str = "kindling") -> dict[str
     return merged
 
 
-def install_claude_code_hooks(
-    project_dir: str | os.PathLike, *, command: str = "kindling"
-) -> Path:
+def install_claude_code_hooks(project_dir: str | os.PathLike, *, command: str = "kindling") -> Path:
     """Write Kindling's hooks into PROJECT_DIR/.claude/settings.json (merged); returns its path."""
     path = Path(project_dir) / SETTINGS_PATH
     settings: Any = {}

@@ -20,15 +20,15 @@ def _example_root(base: Path) -> Path:
         return base
     if (base / STORE_DIRNAME).is_dir():
         return base / STORE_DIRNAME
-    raise KindlingError(
-        f"the bundled example store is missing from {base}; reinstall Kindling"
-    )
+    raise KindlingError(f"the bundled example store is missing from {base}; reinstall Kindling")
 
 
 def copy_example(dest: str | Path | None = None) -> Path:
     """Copy the packaged example store to `dest` (default: a new temp dir); returns the store."""
-    target = Path(dest) if dest is not None else (
-        Path(tempfile.mkdtemp(prefix="kindling-demo-")) / STORE_DIRNAME
+    target = (
+        Path(dest)
+        if dest is not None
+        else (Path(tempfile.mkdtemp(prefix="kindling-demo-")) / STORE_DIRNAME)
     )
     if target.exists() and any(target.iterdir()):
         raise KindlingError(f"{target} already exists and is not empty")

@@ -200,8 +200,10 @@ def capture(event: str, payload: dict) -> Capture | None:
     """The observation one hook payload records, or None when the event records nothing."""
     base = {"source": SOURCE, "hook": event}
     if event in ("UserPromptSubmit", "Stop"):
-        key, role = ("prompt", "user") if event == "UserPromptSubmit" else (
-            "last_assistant_message", "assistant"
+        key, role = (
+            ("prompt", "user")
+            if event == "UserPromptSubmit"
+            else ("last_assistant_message", "assistant")
         )
         message = payload.get(key)
         if not isinstance(message, str) or not message.strip():
@@ -233,8 +235,10 @@ def capture(event: str, payload: dict) -> Capture | None:
 
     if event == "PostToolUseFailure":
         error = _text(payload.get("error") or payload.get("error_message")) or "failed"
-        what = f"$ {tool_input['command']}" if tool == "Bash" and tool_input.get("command") else (
-            _tool_summary(tool, tool_input)
+        what = (
+            f"$ {tool_input['command']}"
+            if tool == "Bash" and tool_input.get("command")
+            else (_tool_summary(tool, tool_input))
         )
         text, cut = truncate(f"{what}\n{tool} failed: {error}")
         if payload.get("is_interrupt"):

@@ -39,11 +39,16 @@ def demo_cmd(query: str | None) -> None:
 
 @click.command("browse")
 @click.option(
-    "--output", "-o", metavar="FILE", type=click.Path(dir_okay=False),
+    "--output",
+    "-o",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
     help="Write the page here (default: a new temporary file).",
 )
 @click.option(
-    "--open/--no-open", "open_", default=None,
+    "--open/--no-open",
+    "open_",
+    default=None,
     help="Open the page in a browser (default: only in a terminal with a graphical browser).",
 )
 @click.pass_context

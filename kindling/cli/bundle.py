@@ -19,12 +19,16 @@ from kindling.cli.common import (
 
 @click.command("export")
 @click.option(
-    "-o", "--output", metavar="FILE", type=click.Path(dir_okay=False, allow_dash=True),
+    "-o",
+    "--output",
+    metavar="FILE",
+    type=click.Path(dir_okay=False, allow_dash=True),
     help="Write the bundle to FILE (atomically) instead of stdout.",
 )
 @scope_options
 @click.option(
-    "--include-redacted", is_flag=True,
+    "--include-redacted",
+    is_flag=True,
     help="Also export forgotten observations as tombstones, so the forget travels too.",
 )
 @click.pass_context
@@ -59,7 +63,9 @@ def export_cmd(ctx, output, include_redacted, **scope_kwargs) -> None:
 @click.command("import")
 @click.argument("source", metavar="FILE|-", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option(
-    "--on-conflict", type=click.Choice(["keep", "theirs", "fail"]), default="keep",
+    "--on-conflict",
+    type=click.Choice(["keep", "theirs", "fail"]),
+    default="keep",
     show_default=True,
     help="When an entity differs from the local copy and cannot merge: keep the local copy, "
     "take the bundle's values, or stop before writing anything.",
