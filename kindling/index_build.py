@@ -51,7 +51,13 @@ def build(scanner: Scanner, *, had_schema: bool, progress=None) -> SyncReport:
     report.removed = len(old)
     # A big page cache keeps the bulk load from spilling half-built pages to the WAL.
     conn.execute("PRAGMA cache_size = -65536")
+    # A running watcher's published state outlives the rebuild, so readers keep trusting it.
+    watcher = None
+    if had_schema:
+        watcher = conn.execute("SELECT value FROM meta WHERE key = 'watcher'").fetchone()
     schema.create(conn)
+    if watcher is not None:
+        conn.execute("INSERT INTO meta(key, value) VALUES ('watcher', ?)", watcher)
     rows.files.sort(key=lambda row: row[1])  # the path index fills fastest in order
     conn.executemany(
         "INSERT INTO files(id, path, type, size, mtime_ns, ctime_ns, ino, statkey, hash, "

@@ -529,3 +529,12 @@ def test_a_failed_transaction_leaves_the_connection_usable(store, index):
             raise RuntimeError("boom")
     store.write("observations", obs(1))
     assert index.sync().added == 1
+
+
+def test_a_rebuild_keeps_the_watchers_published_state(store, index):
+    store.write("observations", obs(1, "one"))
+    state = {"pid": os.getpid(), "pending": False}
+    index.set_watcher_state(state)
+    index.rebuild()
+    assert index.watcher_state() == state
+    assert index.get("obs-0001") is not None
