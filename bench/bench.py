@@ -427,9 +427,10 @@ def machine() -> str:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--sizes", default="1000,10000,100000")
+def run(measure, default_sizes: str, description: str) -> None:
+    """The command line every benchmark script shares: parse, measure each size, print."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--sizes", default=default_sizes)
     parser.add_argument("--runs", type=int, default=7, help="repetitions per figure (median)")
     parser.add_argument("--out", default=str(ROOT / "bench" / "out"))
     parser.add_argument("--fresh", action="store_true", help="rebuild the stores")
@@ -447,11 +448,15 @@ def main() -> None:
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} on {machine()}")
     table = Table()
     for n in (int(s) for s in args.sizes.split(",")):
-        measure_size(n, args, table, env)
+        measure(n, args, table, env)
     print()
     print(table.text())
     if args.markdown:
         Path(args.markdown).write_text(table.markdown() + "\n")
+
+
+def main() -> None:
+    run(measure_size, "1000,10000,100000", __doc__.split("\n", 1)[0])
 
 
 if __name__ == "__main__":

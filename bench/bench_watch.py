@@ -20,7 +20,6 @@ The files it adds are removed again before it stops, so the store is left as it 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -172,29 +171,7 @@ def measure_size(n: int, args, table: base.Table, env: dict) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--sizes", default="100000")
-    parser.add_argument("--runs", type=int, default=7, help="repetitions per figure (median)")
-    parser.add_argument("--out", default=str(base.ROOT / "bench" / "out"))
-    parser.add_argument("--fresh", action="store_true", help="rebuild the stores")
-    parser.add_argument("--markdown", help="also write the table to this file")
-    args = parser.parse_args()
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    home = Path(args.out) / "home"
-    env = dict(
-        os.environ, KINDLING_NOW=str(base.NOW), HOME=str(home), XDG_CACHE_HOME=str(home / ".cache")
-    )
-    subprocess.run(
-        [sys.executable, "-m", "compileall", "-q", str(base.ROOT / "kindling")], check=True
-    )
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')} on {base.machine()}")
-    table = base.Table()
-    for n in (int(s) for s in args.sizes.split(",")):
-        measure_size(n, args, table, env)
-    print()
-    print(table.text())
-    if args.markdown:
-        Path(args.markdown).write_text(table.markdown() + "\n")
+    base.run(measure_size, "100000", __doc__.split("\n", 1)[0])
 
 
 if __name__ == "__main__":

@@ -234,22 +234,27 @@ def mask_text(text: str) -> tuple[str, int]:
     return text, total
 
 
-def _mask_credential(value: object) -> tuple[object, int]:
-    # Every string stored under a credential key is part of the credential, however deep and
-    # whatever it looks like: `{"auth": {"value": "abc"}}` has nothing else to recognise it by.
+def _mask_whole(text: str) -> tuple[str, int]:
+    """Under a credential key every string is a secret, however it looks."""
+    return (text, 0) if text in ("", MASK) else (MASK, 1)
+
+
+def _walk(value: object, leaf: Callable[[str], tuple[str, int]]) -> tuple[object, int]:
+    """A copy of a JSON value with `leaf` applied to each string under it, and the count."""
     if isinstance(value, str):
-        return (value, 0) if value in ("", MASK) else (MASK, 1)
+        return leaf(value)
     if isinstance(value, dict):
         masked: dict = {}
         total = 0
         for key, item in value.items():
-            masked[key], count = _mask_credential(item)
+            credential = isinstance(key, str) and _CREDENTIAL_KEY.search(key)
+            masked[key], count = _walk(item, _mask_whole if credential else leaf)
             total += count
         return masked, total
     if isinstance(value, (list, tuple)):
         items, total = [], 0
         for item in value:
-            item, count = _mask_credential(item)
+            item, count = _walk(item, leaf)
             items.append(item)
             total += count
         return (tuple(items) if isinstance(value, tuple) else items), total
@@ -258,23 +263,4 @@ def _mask_credential(value: object) -> tuple[object, int]:
 
 def mask_json(value: object) -> tuple[object, int]:
     """A masked copy of a JSON value and how many secrets were masked; `value` is untouched."""
-    if isinstance(value, str):
-        return mask_text(value)
-    if isinstance(value, dict):
-        masked: dict = {}
-        total = 0
-        for key, item in value.items():
-            if isinstance(key, str) and _CREDENTIAL_KEY.search(key):
-                masked[key], count = _mask_credential(item)
-            else:
-                masked[key], count = mask_json(item)
-            total += count
-        return masked, total
-    if isinstance(value, (list, tuple)):
-        items, total = [], 0
-        for item in value:
-            item, count = mask_json(item)
-            items.append(item)
-            total += count
-        return (tuple(items) if isinstance(value, tuple) else items), total
-    return value, 0
+    return _walk(value, mask_text)

@@ -100,10 +100,9 @@ class WatchProcess:
 
 
 @pytest.fixture
-def store(tmp_path) -> Path:
-    root = tmp_path / ".kindling"
-    Store.create(root)
-    return root
+def store(store_dir) -> Path:
+    """The store under watch (conftest's fresh store)."""
+    return store_dir
 
 
 @pytest.fixture
