@@ -204,13 +204,8 @@ class Memory:
 
     @_one_sync
     def get(self, ref: str) -> Found:
-        """Any entity by id or unique prefix, read from its file."""
-        found = self.resolve(ref)
-        entity = self.store.load(found.entity_type, found.entity["id"])
-        if entity is None:
-            raise NotFoundError(f"no entity with id {ref!r}")
-        path = str(self.store.path_for(found.entity_type, entity["id"]))
-        return Found(found.entity_type, entity, path)
+        """Any entity by full id (from its file) or unique prefix (from the synced index)."""
+        return self.resolve(ref)
 
     def _load_for_update(self, entity_type: str, entity_id: str) -> dict:
         entity = self.store.load(entity_type, entity_id)
