@@ -66,11 +66,6 @@ def loads(data: bytes | str) -> Any:
         raise DecodeError(f"not valid JSON ({exc})") from None
 
 
-def is_canonical(data: bytes, entity: dict) -> bool:
-    """True when `data` is exactly the canonical encoding of `entity`."""
-    return encode(entity) == data
-
-
 def content_hash(data: bytes) -> str:
     """The hash the index records for a file's bytes."""
     return hashlib.sha256(data).hexdigest()
