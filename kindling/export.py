@@ -26,14 +26,7 @@ from kindling.model import (
     scope_errors,
     scope_matches,
 )
-from kindling.store import Store, atomic_output, fanout
-
-
-class Problem(NamedTuple):
-    """A file left out of the export because it could not be read as an entity."""
-
-    path: str
-    reason: str
+from kindling.store import Problem, Store, atomic_output, fanout
 
 
 class ExportReport(NamedTuple):

@@ -12,14 +12,10 @@ from typing import Any, NamedTuple
 
 from kindling import canonical
 from kindling.model import ENTITY_TYPES
-from kindling.store import fanout
-
-
-class Problem(NamedTuple):
-    """A file under objects/ that does not parse or is not a valid entity; left untouched."""
-
-    path: str
-    reason: str
+from kindling.store import (
+    Problem,  # noqa: F401 - part of the index API
+    fanout,
+)
 
 
 @dataclass

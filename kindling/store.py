@@ -43,6 +43,13 @@ GITIGNORE = """\
 """
 
 
+class Problem(NamedTuple):
+    """A file under objects/ that does not parse or is not a valid entity; left untouched."""
+
+    path: str
+    reason: str
+
+
 class StoredFile(NamedTuple):
     """One entity file met by a walk, with the stat data the index compares."""
 
