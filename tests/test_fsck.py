@@ -11,18 +11,19 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import FIXTURES
 
 from kindling import canonical
 from kindling.cli import cli
 from kindling.fsck import STALE_TEMP_SECONDS, fsck
 from kindling.store import Store
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "stores"
+STORES = FIXTURES / "stores"
 
 
 def copy_store(name: str, tmp_path: Path) -> Path:
     root = tmp_path / name
-    shutil.copytree(FIXTURES / name / "store", root)
+    shutil.copytree(STORES / name / "store", root)
     return root
 
 
@@ -57,7 +58,7 @@ def test_malformed_store_reports_every_problem_exactly(tmp_path):
     result = run_fsck(root, "--json")
     assert result.exit_code == 1
     report = json.loads(result.output)
-    expected = json.loads((FIXTURES / "malformed" / "fsck.json").read_text())
+    expected = json.loads((STORES / "malformed" / "fsck.json").read_text())
     assert report["store"] == str(root)
     assert report["ok"] is False
     assert report["checked"] == expected["checked"]

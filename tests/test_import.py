@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import run_kindling
+from conftest import FIXTURES, run_kindling
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +23,7 @@ from kindling.memory import Memory
 from kindling.model import OBSERVATION_KINDS, REDACTED_CONTENT
 from kindling.store import Store
 
-BUNDLES = Path(__file__).resolve().parent.parent / "fixtures" / "bundles"
+BUNDLES = FIXTURES / "bundles"
 EXAMPLE = BUNDLES / "formats-example.json"
 EXAMPLE_OBS = "9c20f3a1-2b4d-4f8e-9a1c-7e0d5b6f2a33"
 NOW = 1750416700000
