@@ -31,9 +31,10 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kindling import canonical, index_schema  # noqa: E402
+from kindling import canonical  # noqa: E402
 from kindling.index import Index  # noqa: E402
-from kindling.retrieve import retrieve  # noqa: E402
+from kindling.index import schema as index_schema
+from kindling.search.retrieve import retrieve  # noqa: E402
 from kindling.store import Store  # noqa: E402
 
 NOW = 1_750_416_064_123  # KINDLING_NOW for every run, so recency is the same each time

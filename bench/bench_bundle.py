@@ -91,15 +91,15 @@ def phase_write_floor(work: Path, n: int) -> dict:
 
 
 def phase_export(work: Path, n: int) -> dict:
-    from kindling.export import export_to_path
+    from kindling.bundle.export import export_to_path
 
     report = export_to_path(Store(work / "source"), work / "bundle.json")
     return {"entities": sum(report.counts.values()), "bytes": (work / "bundle.json").stat().st_size}
 
 
 def _import(work: Path, target: str) -> dict:
-    from kindling.bundle import read_source
-    from kindling.importer import import_bundle
+    from kindling.bundle.format import read_source
+    from kindling.bundle.importer import import_bundle
     from kindling.memory import Memory
 
     root = work / target
@@ -186,8 +186,10 @@ def main() -> None:
 
     size = next(r for name, r in rows if name == "export").get("bytes", 0)
     if args.markdown:
-        print(f"{args.n:,} observations, bundle {size / 2**20:.1f} MiB, "
-              f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs\n")
+        print(
+            f"{args.n:,} observations, bundle {size / 2**20:.1f} MiB, "
+            f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs\n"
+        )
         print("| phase | time (s) | peak RSS (MiB) | notes |")
         print("|---|---:|---:|---|")
     for name, r in rows:

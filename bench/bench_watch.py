@@ -34,7 +34,7 @@ import bench as base  # noqa: E402  bench/bench.py: the shared stores, helpers a
 from kindling import canonical  # noqa: E402
 from kindling.index import Index  # noqa: E402
 from kindling.store import Store  # noqa: E402
-from kindling.watch import DEFAULT_DEBOUNCE_MS  # noqa: E402
+from kindling.watch.watcher import DEFAULT_DEBOUNCE_MS  # noqa: E402
 
 TARGET = 2.5
 IDLE_S = 10

@@ -291,7 +291,7 @@ def _references(entity_type: str, entity: dict) -> list[tuple[str, str]]:
 
 
 def _guess_type(entity: dict) -> str | None:
-    from kindling.merge import type_from_content
+    from kindling.git.merge import type_from_content
 
     return type_from_content(entity)
 

@@ -465,7 +465,7 @@ class Memory:
         progress=None,
     ):
         """Write a bundle to a binary stream, or atomically to a file path; an ExportReport."""
-        from kindling.export import export_bundle, export_to_path
+        from kindling.bundle.export import export_bundle, export_to_path
 
         options = {"scope": scope, "include_redacted": include_redacted, "progress": progress}
         if isinstance(out, (str, os.PathLike)):
@@ -476,7 +476,7 @@ class Memory:
         self, source: bytes, *, on_conflict: str = "keep", dry_run: bool = False, progress=None
     ):
         """Import a bundle's bytes: all validated before any write; an ImportReport."""
-        from kindling.importer import import_bundle
+        from kindling.bundle.importer import import_bundle
 
         return import_bundle(
             self, source, on_conflict=on_conflict, dry_run=dry_run, progress=progress
@@ -494,7 +494,7 @@ class Memory:
         include_redacted: bool = False,
     ) -> dict:
         """Pins, the current summary and ranked candidates for `query`: a RetrieveResult dict."""
-        from kindling.retrieve import check_options, retrieve
+        from kindling.search.retrieve import check_options, retrieve
 
         check_options(query, scope, kinds, since, max_results, max_tokens)
         self.fresh()

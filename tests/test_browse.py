@@ -71,8 +71,15 @@ def test_page_is_one_offline_file(page):
 
 
 def test_page_renders_from_collected_data_only():
-    empty = {"store": "s", "generatedAt": 0, "problems": [], "observations": [],
-             "capsules": [], "summaries": [], "pins": []}
+    empty = {
+        "store": "s",
+        "generatedAt": 0,
+        "problems": [],
+        "observations": [],
+        "capsules": [],
+        "summaries": [],
+        "pins": [],
+    }
     html = render_page(empty)
     assert "__DATA__" not in html and "__JS__" not in html and "__CSP__" not in html
 
@@ -250,7 +257,8 @@ def test_unreadable_files_are_listed_not_fatal(memory, run, store_dir, tmp_path)
     out = tmp_path / "p.html"
     assert run("browse", "-o", str(out), "--no-open").exit_code == 0
     html = out.read_text(encoding="utf-8")
-    data = json.loads(re.search(r'<script type="application/json"[^>]*>(.*?)</script>', html,
-                                re.S).group(1))
+    data = json.loads(
+        re.search(r'<script type="application/json"[^>]*>(.*?)</script>', html, re.S).group(1)
+    )
     assert [p["path"] for p in data["problems"]] == [str(bad)]
     assert len(data["observations"]) == 5

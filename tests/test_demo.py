@@ -70,29 +70,56 @@ def test_demo_from_an_installed_copy(tmp_path):
     """Build the package as a wheel would hold it (setuptools build_py, package data included)
     from a copy of the source, then run the demo from that build in an unrelated directory."""
     source = tmp_path / "src"
-    shutil.copytree(REPO_ROOT / "kindling", source / "kindling",
-                    ignore=shutil.ignore_patterns("__pycache__", "index.sqlite*", "locks"))
+    shutil.copytree(
+        REPO_ROOT / "kindling",
+        source / "kindling",
+        ignore=shutil.ignore_patterns("__pycache__", "index.sqlite*", "locks"),
+    )
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(REPO_ROOT / name, source / name)
     target = tmp_path / "installed"
     build = subprocess.run(
-        [sys.executable, "-c", "import setuptools; setuptools.setup()", "-q", "build_py",
-         "--build-lib", str(target)],
-        capture_output=True, cwd=source, timeout=300,
+        [
+            sys.executable,
+            "-c",
+            "import setuptools; setuptools.setup()",
+            "-q",
+            "build_py",
+            "--build-lib",
+            str(target),
+        ],
+        capture_output=True,
+        cwd=source,
+        timeout=300,
     )
     assert build.returncode == 0, build.stderr.decode()
-    for name in ("example/config.json", "example/.gitignore", "templates/browse.html",
-                 "templates/browse.js", "templates/browse.css"):
+    for name in (
+        "example/config.json",
+        "example/.gitignore",
+        "templates/browse.html",
+        "templates/browse.js",
+        "templates/browse.css",
+    ):
         assert (target / "kindling" / name).is_file(), name
     assert _entity_files(target / "kindling" / "example") == _entity_files(EXAMPLE)
 
     work = tmp_path / "elsewhere"
     work.mkdir()
     env = {**os.environ, "PYTHONPATH": str(target), "TMPDIR": str(tmp_path)}
-    where = subprocess.run([sys.executable, "-c", "import kindling; print(kindling.__file__)"],
-                           capture_output=True, cwd=work, env=env, timeout=60)
+    where = subprocess.run(
+        [sys.executable, "-c", "import kindling; print(kindling.__file__)"],
+        capture_output=True,
+        cwd=work,
+        env=env,
+        timeout=60,
+    )
     assert where.stdout.decode().startswith(str(target))
-    result = subprocess.run([sys.executable, "-m", "kindling", "demo"], capture_output=True,
-                            cwd=work, env=env, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "kindling", "demo"],
+        capture_output=True,
+        cwd=work,
+        env=env,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr.decode()
     _check_demo_output(result.stdout.decode(), tmp_path)

@@ -9,10 +9,10 @@ import orjson
 import pytest
 from click.testing import CliRunner
 
-from kindling.bundle import iso_utc
+from kindling.bundle.export import describe, export_bundle, export_to_path
+from kindling.bundle.format import iso_utc
 from kindling.cli import cli
 from kindling.errors import ValidationError
-from kindling.export import describe, export_bundle, export_to_path
 from kindling.model import REDACTED_CONTENT
 from kindling.store import Store
 
@@ -112,7 +112,12 @@ def test_bundle_has_the_formats_shape_field_for_field(store):
     assert bundle["exportedAt"] == NOW
     dataset = bundle["dataset"]
     assert list(dataset) == [
-        "version", "exportedAt", "observations", "capsules", "summaries", "pins"
+        "version",
+        "exportedAt",
+        "observations",
+        "capsules",
+        "summaries",
+        "pins",
     ]
     assert dataset["version"] == "1.0" and dataset["exportedAt"] == NOW
     assert bundle["metadata"] == {
@@ -163,8 +168,11 @@ def test_exported_at_comes_from_the_clock(store, monkeypatch):
 
 @pytest.mark.parametrize(
     ("ms", "iso"),
-    [(0, "1970-01-01T00:00:00.000Z"), (1750417500000, "2025-06-20T11:05:00.000Z"),
-     (1750417500007, "2025-06-20T11:05:00.007Z")],
+    [
+        (0, "1970-01-01T00:00:00.000Z"),
+        (1750417500000, "2025-06-20T11:05:00.000Z"),
+        (1750417500007, "2025-06-20T11:05:00.007Z"),
+    ],
 )
 def test_iso_utc(ms, iso):
     assert iso_utc(ms) == iso
@@ -248,7 +256,7 @@ def test_export_to_path_failure_leaves_no_temp_file(store, tmp_path, monkeypatch
     def boom(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("kindling.export.os.fsync", boom)
+    monkeypatch.setattr("kindling.bundle.export.os.fsync", boom)
     with pytest.raises(OSError):
         export_to_path(store, target, exported_at=NOW)
     assert list(tmp_path.iterdir()) == [store.root]
@@ -278,9 +286,7 @@ def test_cli_export_include_redacted(store, run, monkeypatch):
     monkeypatch.setenv("KINDLING_NOW", str(NOW))
     result = run("export", "--include-redacted", "--session", "s1")
     assert result.exit_code == 0, result.output
-    assert result.stdout_bytes == export(
-        store, include_redacted=True, scope={"sessionId": "s1"}
-    )
+    assert result.stdout_bytes == export(store, include_redacted=True, scope={"sessionId": "s1"})
 
 
 def test_cli_export_warns_about_unreadable_files(store, run):

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from kindling import canonical
 from kindling.cli import cli
-from kindling.gitsetup import ATTRIBUTES_LINE, install_gitattributes, register_merge_driver
+from kindling.git.setup import ATTRIBUTES_LINE, install_gitattributes, register_merge_driver
 from kindling.store import Store
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

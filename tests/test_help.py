@@ -63,7 +63,8 @@ def test_shell_completion_script_and_completions():
     script = run_kindling(env={"_KINDLING_COMPLETE": "bash_source"})
     assert script.returncode == 0
     assert "_kindling_completion" in script.stdout.decode()
-    words = run_kindling(env={"_KINDLING_COMPLETE": "bash_complete",
-                              "COMP_WORDS": "kindling br", "COMP_CWORD": "1"})
+    words = run_kindling(
+        env={"_KINDLING_COMPLETE": "bash_complete", "COMP_WORDS": "kindling br", "COMP_CWORD": "1"}
+    )
     assert words.returncode == 0
     assert "browse" in words.stdout.decode()

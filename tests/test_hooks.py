@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import run_kindling
 
-from kindling.hooks import MAX_TOOL_OUTPUT_CHARS, capture, truncate
+from kindling.agents.hooks import MAX_TOOL_OUTPUT_CHARS, capture, truncate
 
 SESSION = "3f1c2a7e-8b9d-4c0e-a1f2-0123456789ab"
 
@@ -43,29 +43,49 @@ def payload(event: str, project: Path, session: str = SESSION, **fields) -> dict
 
 def bash(project, command, stdout, stderr="", **kw):
     return payload(
-        "PostToolUse", project, tool_name="Bash",
+        "PostToolUse",
+        project,
+        tool_name="Bash",
         tool_input={"command": command, "description": "Run it", "timeout": 120000},
         tool_response={"stdout": stdout, "stderr": stderr, "interrupted": False, "isImage": False},
-        tool_use_id="toolu_01ABCdef", **kw,
+        tool_use_id="toolu_01ABCdef",
+        **kw,
     )
 
 
 def edit(project):
     path = str(project / "src" / "middleware" / "validateToken.ts")
     return payload(
-        "PostToolUse", project, tool_name="Edit",
-        tool_input={"file_path": path, "old_string": "payload.exp < Date.now()",
-                    "new_string": "payload.exp < Math.floor(Date.now() / 1000)",
-                    "replace_all": False},
+        "PostToolUse",
+        project,
+        tool_name="Edit",
+        tool_input={
+            "file_path": path,
+            "old_string": "payload.exp < Date.now()",
+            "new_string": "payload.exp < Math.floor(Date.now() / 1000)",
+            "replace_all": False,
+        },
         tool_response={
-            "filePath": path, "oldString": "payload.exp < Date.now()",
+            "filePath": path,
+            "oldString": "payload.exp < Date.now()",
             "newString": "payload.exp < Math.floor(Date.now() / 1000)",
-            "originalFile": "...", "userModified": False, "replaceAll": False,
-            "structuredPatch": [{
-                "oldStart": 40, "oldLines": 3, "newStart": 40, "newLines": 3,
-                "lines": ["   // check expiry", "-  if (payload.exp < Date.now()) {",
-                          "+  if (payload.exp < Math.floor(Date.now() / 1000)) {", "   }"],
-            }],
+            "originalFile": "...",
+            "userModified": False,
+            "replaceAll": False,
+            "structuredPatch": [
+                {
+                    "oldStart": 40,
+                    "oldLines": 3,
+                    "newStart": 40,
+                    "newLines": 3,
+                    "lines": [
+                        "   // check expiry",
+                        "-  if (payload.exp < Date.now()) {",
+                        "+  if (payload.exp < Math.floor(Date.now() / 1000)) {",
+                        "   }",
+                    ],
+                }
+            ],
         },
         tool_use_id="toolu_02",
     )
@@ -118,33 +138,54 @@ def test_edit_without_a_patch_is_diffed_from_its_strings(tmp_path):
 
 def test_write_of_a_new_file_is_a_diff_from_nothing(tmp_path):
     path = str(tmp_path / "notes.md")
-    body = payload("PostToolUse", tmp_path, tool_name="Write",
-                   tool_input={"file_path": path, "content": "one\ntwo\n"},
-                   tool_response={"type": "create", "filePath": path, "content": "one\ntwo\n",
-                                  "structuredPatch": []})
+    body = payload(
+        "PostToolUse",
+        tmp_path,
+        tool_name="Write",
+        tool_input={"file_path": path, "content": "one\ntwo\n"},
+        tool_response={
+            "type": "create",
+            "filePath": path,
+            "content": "one\ntwo\n",
+            "structuredPatch": [],
+        },
+    )
     found = capture("PostToolUse", body)
     assert found.kind == "file_diff"
     assert found.content == "--- /dev/null\n+++ b/notes.md\n@@ -0,0 +1,2 @@\n+one\n+two\n"
 
 
 def test_other_tools_are_tool_calls_and_reads_are_not_copied(tmp_path):
-    grep = payload("PostToolUse", tmp_path, tool_name="Grep",
-                   tool_input={"pattern": "Date.now", "path": "src"},
-                   tool_response={"mode": "files_with_matches", "filenames": ["src/a.ts"]})
+    grep = payload(
+        "PostToolUse",
+        tmp_path,
+        tool_name="Grep",
+        tool_input={"pattern": "Date.now", "path": "src"},
+        tool_response={"mode": "files_with_matches", "filenames": ["src/a.ts"]},
+    )
     found = capture("PostToolUse", grep)
     assert found.kind == "tool_call" and found.content.startswith("Grep Date.now\n")
     assert "src/a.ts" in found.content
-    read = payload("PostToolUse", tmp_path, tool_name="Read",
-                   tool_input={"file_path": "/x/secret.ts"},
-                   tool_response={"type": "text", "file": {"content": "x" * 50_000}})
+    read = payload(
+        "PostToolUse",
+        tmp_path,
+        tool_name="Read",
+        tool_input={"file_path": "/x/secret.ts"},
+        tool_response={"type": "text", "file": {"content": "x" * 50_000}},
+    )
     assert capture("PostToolUse", read).content == "Read /x/secret.ts"
 
 
 def test_failure_becomes_an_error(tmp_path):
-    body = payload("PostToolUseFailure", tmp_path, tool_name="Bash",
-                   tool_input={"command": "npm test", "description": "Run tests"},
-                   tool_use_id="toolu_03", error="Command exited with non-zero status code 1",
-                   is_interrupt=False)
+    body = payload(
+        "PostToolUseFailure",
+        tmp_path,
+        tool_name="Bash",
+        tool_input={"command": "npm test", "description": "Run tests"},
+        tool_use_id="toolu_03",
+        error="Command exited with non-zero status code 1",
+        is_interrupt=False,
+    )
     found = capture("PostToolUseFailure", body)
     assert found.kind == "error"
     assert found.content == "$ npm test\nBash failed: Command exited with non-zero status code 1"
@@ -162,8 +203,13 @@ def test_long_output_is_cut_with_a_visible_notice(tmp_path):
 
 
 def test_events_that_record_nothing(tmp_path):
-    own = payload("PostToolUse", tmp_path, tool_name="mcp__kindling__log",
-                  tool_input={"content": "x"}, tool_response={"id": "abc"})
+    own = payload(
+        "PostToolUse",
+        tmp_path,
+        tool_name="mcp__kindling__log",
+        tool_input={"content": "x"},
+        tool_response={"id": "abc"},
+    )
     assert capture("PostToolUse", own) is None
     assert capture("Stop", payload("Stop", tmp_path, stop_hook_active=False)) is None
     assert capture("UserPromptSubmit", payload("UserPromptSubmit", tmp_path, prompt="  ")) is None
@@ -175,22 +221,35 @@ def test_events_that_record_nothing(tmp_path):
 
 def test_a_whole_session(project, tmp_path):
     # The hook runs from elsewhere: the store is found from the payload's cwd.
-    start = hook("SessionStart", payload("SessionStart", project, source="startup",
-                                         model="claude-sonnet-4-5-20250929"), tmp_path)
+    start = hook(
+        "SessionStart",
+        payload("SessionStart", project, source="startup", model="claude-sonnet-4-5-20250929"),
+        tmp_path,
+    )
     assert start.returncode == 0, start.stderr
     out = json.loads(start.stdout)
     assert out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert "Nothing stored yet" in out["hookSpecificOutput"]["additionalContext"]
 
     steps = [
-        ("UserPromptSubmit", payload("UserPromptSubmit", project,
-                                     prompt="Users get logged out right after login")),
+        (
+            "UserPromptSubmit",
+            payload("UserPromptSubmit", project, prompt="Users get logged out right after login"),
+        ),
         ("PostToolUse", bash(project, "npm test -- auth", "3 failed, 39 passed\n")),
         ("PostToolUse", edit(project)),
-        ("PostToolUseFailure", payload(
-            "PostToolUseFailure", project, tool_name="Bash",
-            tool_input={"command": "npm run lint"}, tool_use_id="toolu_04",
-            error="Command exited with non-zero status code 2", is_interrupt=False)),
+        (
+            "PostToolUseFailure",
+            payload(
+                "PostToolUseFailure",
+                project,
+                tool_name="Bash",
+                tool_input={"command": "npm run lint"},
+                tool_use_id="toolu_04",
+                error="Command exited with non-zero status code 2",
+                is_interrupt=False,
+            ),
+        ),
         ("Stop", payload("Stop", project, stop_hook_active=False)),
         ("PreCompact", payload("PreCompact", project, trigger="auto", custom_instructions="")),
     ]
@@ -200,11 +259,19 @@ def test_a_whole_session(project, tmp_path):
 
     (capsule,) = stored(project, "capsules")
     assert capsule["status"] == "open"  # Stop fires every turn and closes nothing
-    assert capsule["scopeIds"] == {"sessionId": SESSION, "repoId": "acme-api",
-                                   "agentId": "claude-code"}
+    assert capsule["scopeIds"] == {
+        "sessionId": SESSION,
+        "repoId": "acme-api",
+        "agentId": "claude-code",
+    }
     observations = stored(project, "observations")
     assert sorted(o["kind"] for o in observations) == [
-        "command", "error", "file_diff", "message", "message"]
+        "command",
+        "error",
+        "file_diff",
+        "message",
+        "message",
+    ]
     assert sorted(capsule["observationIds"]) == sorted(o["id"] for o in observations)
     assert all(o["scopeIds"]["repoId"] == "acme-api" for o in observations)
 
@@ -242,8 +309,11 @@ def test_context_block_brings_back_pins_and_the_summary(project, tmp_path):
 
 
 def test_secrets_are_masked(project, tmp_path):
-    body = payload("UserPromptSubmit", project,
-                   prompt="deploy with api_key=sk-live-0123456789abcdefghijklmnop please")
+    body = payload(
+        "UserPromptSubmit",
+        project,
+        prompt="deploy with api_key=sk-live-0123456789abcdefghijklmnop please",
+    )
     result = hook("UserPromptSubmit", body, tmp_path)
     assert result.returncode == 0
     (obs,) = stored(project, "observations")
@@ -260,8 +330,7 @@ def test_secrets_are_masked(project, tmp_path):
         ("UserPromptSubmit", b"\xff\xfe"),
         ("UserPromptSubmit", {"prompt": "no session id", "cwd": "{project}"}),
         ("PostToolUse", {"session_id": "s", "cwd": "{project}", "tool_input": {}}),
-        ("PostToolUse", {"session_id": "s", "cwd": "{project}",
-                         "hook_event_name": "Stop"}),
+        ("PostToolUse", {"session_id": "s", "cwd": "{project}", "hook_event_name": "Stop"}),
         ("NoSuchEvent", {"session_id": "s", "cwd": "{project}"}),
     ],
 )
@@ -289,8 +358,12 @@ def test_explicit_store_wins(project, tmp_path):
     other = tmp_path / "elsewhere"
     result = run_kindling("--store", str(other), "init")
     assert result.returncode == 0
-    hook("UserPromptSubmit", payload("UserPromptSubmit", project, prompt="hello"), tmp_path,
-         store=other)
+    hook(
+        "UserPromptSubmit",
+        payload("UserPromptSubmit", project, prompt="hello"),
+        tmp_path,
+        store=other,
+    )
     assert list((other / "objects" / "observations").rglob("*.json"))
     assert not stored(project, "observations")
 
@@ -299,8 +372,8 @@ def test_explicit_store_wins(project, tmp_path):
 
 
 def test_install_writes_every_hook(tmp_path):
-    from kindling.claude_settings import install_claude_code_hooks
-    from kindling.hooks import EVENTS
+    from kindling.agents.claude_settings import install_claude_code_hooks
+    from kindling.agents.hooks import EVENTS
 
     path = install_claude_code_hooks(tmp_path)
     assert path == tmp_path / ".claude" / "settings.json"
@@ -313,15 +386,19 @@ def test_install_writes_every_hook(tmp_path):
 
 
 def test_install_merges_and_is_idempotent(tmp_path):
-    from kindling.claude_settings import install_claude_code_hooks
+    from kindling.agents.claude_settings import install_claude_code_hooks
 
     settings_path = tmp_path / ".claude" / "settings.json"
     settings_path.parent.mkdir()
     mine = {
         "permissions": {"allow": ["Bash(npm test:*)"]},
         "hooks": {
-            "PostToolUse": [{"matcher": "Write|Edit",
-                             "hooks": [{"type": "command", "command": "npx prettier --write"}]}],
+            "PostToolUse": [
+                {
+                    "matcher": "Write|Edit",
+                    "hooks": [{"type": "command", "command": "npx prettier --write"}],
+                }
+            ],
             "Stop": [{"hooks": [{"type": "command", "command": "/opt/bin/kindling hook Stop"}]}],
         },
     }
@@ -339,7 +416,7 @@ def test_install_merges_and_is_idempotent(tmp_path):
 
 @pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"hooks": []}'])
 def test_install_refuses_to_overwrite_what_it_cannot_read(tmp_path, text):
-    from kindling.claude_settings import install_claude_code_hooks
+    from kindling.agents.claude_settings import install_claude_code_hooks
     from kindling.errors import KindlingError
 
     settings_path = tmp_path / ".claude" / "settings.json"
@@ -355,7 +432,7 @@ def test_installed_commands_run_as_claude_code_runs_them(project, tmp_path):
     import subprocess
     import sys
 
-    from kindling.claude_settings import install_claude_code_hooks
+    from kindling.agents.claude_settings import install_claude_code_hooks
 
     path = install_claude_code_hooks(project, command=f"{sys.executable} -m kindling")
     hooks = json.loads(path.read_text())["hooks"]
@@ -364,8 +441,14 @@ def test_installed_commands_run_as_claude_code_runs_them(project, tmp_path):
         ("PostToolUse", bash(project, "git status", "clean\n")),
     ]:
         command = hooks[event][0]["hooks"][0]["command"]
-        result = subprocess.run(command, shell=True, input=json.dumps(body).encode(),
-                                capture_output=True, cwd=project, timeout=60,
-                                env={**os.environ, "CLAUDE_PROJECT_DIR": str(project)})
+        result = subprocess.run(
+            command,
+            shell=True,
+            input=json.dumps(body).encode(),
+            capture_output=True,
+            cwd=project,
+            timeout=60,
+            env={**os.environ, "CLAUDE_PROJECT_DIR": str(project)},
+        )
         assert result.returncode == 0 and result.stderr == b"", result.stderr
     assert [o["kind"] for o in stored(project, "observations")] == ["command"]

@@ -12,8 +12,8 @@ import textwrap
 
 import pytest
 
-from kindling import index_schema
 from kindling.index import Index, Problem
+from kindling.index import schema as index_schema
 from kindling.store import Store, fanout
 
 NOW = 1_750_000_000_000

@@ -14,9 +14,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 
-from kindling import canonical, index_schema
+from kindling import canonical
 from kindling.index import Index
-from kindling.retrieve import retrieve
+from kindling.index import schema as index_schema
+from kindling.search.retrieve import retrieve
 from kindling.store import Store
 
 NOW = 1_750_000_000_000

@@ -86,7 +86,10 @@ EXACT = [
     ("-----BEGIN PRIVATE KEY-----\nAAA\n-----END PRIVATE KEY-----", "[REDACTED]"),
     ("-----BEGIN PGP PRIVATE KEY BLOCK-----\nx\n-----END PGP PRIVATE KEY BLOCK-----", MASK),
     # credentials in URLs: only the password goes
-    ("git clone https://user:pa55word@github.com/o/r", "git clone https://user:[REDACTED]@github.com/o/r"),
+    (
+        "git clone https://user:pa55word@github.com/o/r",
+        "git clone https://user:[REDACTED]@github.com/o/r",
+    ),
     ("postgres://app:s3cret@db:5432/app", "postgres://app:[REDACTED]@db:5432/app"),
     ("redis://:s3cret@localhost:6379", "redis://:[REDACTED]@localhost:6379"),
     ("https://user:p@ss@host/x", "https://user:[REDACTED]@host/x"),
@@ -172,16 +175,61 @@ def test_masking_twice_changes_nothing_more():
 
 # Pieces that make secrets, near-secrets and already-masked text when joined at random.
 FRAGMENTS = [
-    "api_key", "token", "Token", "password", "secret", "Authorization", "auth", "pwd", "oauth",
-    "=", ":", ":=", "=>", "==", "::", " ", "  ", "\t", "\n", '"', "'", "\\", '\\"', ",", ")",
-    "]", "&", "[REDACTED]", "[REDACTED", "Bearer ", "Basic ", BASIC, "abc123", "none", "sk-",
-    "ghp_", "xoxb-", "github_pat_", "AKIA", "0123456789ABCDEF", "abcdefghij", "https://",
-    "user", "@", "host", "/", "--", "-", "-----BEGIN RSA PRIVATE KEY-----",
-    "-----END RSA PRIVATE KEY-----", "-----BEGIN PRIVATE KEY-----", GITHUB_TOKEN, JWT,
+    "api_key",
+    "token",
+    "Token",
+    "password",
+    "secret",
+    "Authorization",
+    "auth",
+    "pwd",
+    "oauth",
+    "=",
+    ":",
+    ":=",
+    "=>",
+    "==",
+    "::",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    '"',
+    "'",
+    "\\",
+    '\\"',
+    ",",
+    ")",
+    "]",
+    "&",
+    "[REDACTED]",
+    "[REDACTED",
+    "Bearer ",
+    "Basic ",
+    BASIC,
+    "abc123",
+    "none",
+    "sk-",
+    "ghp_",
+    "xoxb-",
+    "github_pat_",
+    "AKIA",
+    "0123456789ABCDEF",
+    "abcdefghij",
+    "https://",
+    "user",
+    "@",
+    "host",
+    "/",
+    "--",
+    "-",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "-----END RSA PRIVATE KEY-----",
+    "-----BEGIN PRIVATE KEY-----",
+    GITHUB_TOKEN,
+    JWT,
 ]
-fragment_text = st.lists(
-    st.sampled_from(FRAGMENTS) | st.text(max_size=4), max_size=40
-).map("".join)
+fragment_text = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=4), max_size=40).map("".join)
 
 
 @settings(max_examples=400)
@@ -257,9 +305,25 @@ def test_mask_json_walks_nested_provenance():
 
 @pytest.mark.parametrize(
     "key",
-    ["api_key", "apikey", "API-KEY", "token", "access_token", "secret", "client_secret",
-     "password", "passwd", "pwd", "Authorization", "auth", "private_key", "x-auth-token",
-     "aws_secret_access_key", "refreshToken", "PGPASSWORD"],
+    [
+        "api_key",
+        "apikey",
+        "API-KEY",
+        "token",
+        "access_token",
+        "secret",
+        "client_secret",
+        "password",
+        "passwd",
+        "pwd",
+        "Authorization",
+        "auth",
+        "private_key",
+        "x-auth-token",
+        "aws_secret_access_key",
+        "refreshToken",
+        "PGPASSWORD",
+    ],
 )
 def test_credential_keys_mask_their_string_value_whole(key):
     assert mask_json({key: "looks harmless"}) == ({key: MASK}, 1)
@@ -296,8 +360,10 @@ def test_mask_json_of_a_plain_string_or_scalar():
 json_keys = st.sampled_from(["password", "token", "name", "cmd", "Authorization", "env", "n"])
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | fragment_text,
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(json_keys | st.text(max_size=6), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(json_keys | st.text(max_size=6), children, max_size=4)
+    ),
     max_leaves=20,
 )
 
@@ -330,9 +396,26 @@ def test_ten_megabytes_mask_in_one_pass():
 @pytest.mark.parametrize(
     "unit",
     [
-        "a", "=", ":", "token=", "token= ", "token:", "token ", "password-", "://", "://a:",
-        "--a-", "--token ", "-----BEGIN ", "Bearer ", "Basic ", "Basic abcd ", "sk-", 'token="\\',
-        "AAAA", "\\",
+        "a",
+        "=",
+        ":",
+        "token=",
+        "token= ",
+        "token:",
+        "token ",
+        "password-",
+        "://",
+        "://a:",
+        "--a-",
+        "--token ",
+        "-----BEGIN ",
+        "Bearer ",
+        "Basic ",
+        "Basic abcd ",
+        "sk-",
+        'token="\\',
+        "AAAA",
+        "\\",
     ],
 )
 def test_pathological_input_completes(unit):
@@ -355,8 +438,28 @@ def test_the_gate_lets_every_masked_case_through(text, expected):
 
 
 fragments = st.sampled_from(
-    [*TRIGGERS, "=", ":", " ", "\n", '"', "api_", "_", "-", "/", "@", "Bearer ", "Basic ",
-     "ghp_", "AKIA", "sk-", "x" * 20, "A1b2C3d4E5f6G7h8I9j0", BASIC, "-----END"]
+    [
+        *TRIGGERS,
+        "=",
+        ":",
+        " ",
+        "\n",
+        '"',
+        "api_",
+        "_",
+        "-",
+        "/",
+        "@",
+        "Bearer ",
+        "Basic ",
+        "ghp_",
+        "AKIA",
+        "sk-",
+        "x" * 20,
+        "A1b2C3d4E5f6G7h8I9j0",
+        BASIC,
+        "-----END",
+    ]
 )
 
 

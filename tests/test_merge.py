@@ -7,7 +7,7 @@ import copy
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kindling.merge import MergeResult, merge_entity, ordered_union
+from kindling.git.merge import MergeResult, merge_entity, ordered_union
 from kindling.model import entity_errors
 
 OBS = {

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kindling.query import Compiled, compile_query, explicit, looks_explicit, plain
+from kindling.search.fts_query import Compiled, compile_query, explicit, looks_explicit, plain
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kindling import canonical
 from kindling.errors import KindlingError, ValidationError
 from kindling.memory import Memory
-from kindling.retrieve import score
+from kindling.search.retrieve import score
 from kindling.store import Store
 
 NOW = 1_750_000_000_000

@@ -9,12 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kindling import index_folders, watch
 from kindling.errors import KindlingError
 from kindling.index import Index
+from kindling.index import handoff as index_folders
 from kindling.store import Store
-from kindling.watch import Watcher
-from kindling.watch_source import GitHead, relevant
+from kindling.watch import watcher as watch
+from kindling.watch.source import GitHead, relevant
+from kindling.watch.watcher import Watcher
 
 ADDED, MODIFIED, DELETED = 1, 2, 3
 CONFLICTED = b'<<<<<<< ours\n{"id": "x"}\n=======\n{"id": "y"}\n>>>>>>> theirs\n'

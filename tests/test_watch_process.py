@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import run_kindling
 
-from kindling import canonical, index_folders
+from kindling import canonical
 from kindling.index import Index
+from kindling.index import handoff as index_folders
 from kindling.store import Store, fanout
 
 DEADLINE_S = 10.0

@@ -82,7 +82,7 @@ def mcp_cmd(ctx: click.Context) -> None:
       claude mcp add kindling -- kindling mcp
       kindling --store .kindling mcp
     """
-    from kindling.mcp_server import serve
+    from kindling.agents.mcp_server import serve
 
     serve(ctx.find_root().obj["store"])
 
@@ -102,7 +102,7 @@ def hook_cmd(ctx: click.Context, event: str) -> None:
       kindling init --claude-code      # writes these hooks into .claude/settings.json
       echo '{"session_id":"s1","cwd":"'"$PWD"'","prompt":"hi"}' | kindling hook UserPromptSubmit
     """
-    from kindling.hooks import HookResult, run_hook
+    from kindling.agents.hooks import HookResult, run_hook
 
     try:
         data = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()

@@ -40,7 +40,7 @@ def export_cmd(ctx, output, include_redacted, **scope_kwargs) -> None:
       kindling export -o memory.json
       kindling export --repo my-project | gzip > memory.json.gz
     """
-    from kindling.export import describe
+    from kindling.bundle.export import describe
 
     memory = open_memory(ctx)
     options = {"scope": scope_from(scope_kwargs), "include_redacted": include_redacted}
@@ -83,7 +83,7 @@ def import_cmd(ctx, source, on_conflict, dry_run, json_) -> None:
       kindling import teammate.json --dry-run
       gunzip -c memory.json.gz | kindling import - --json
     """
-    from kindling.bundle import read_source
+    from kindling.bundle.format import read_source
 
     with open_memory(ctx) as memory, progress_bars() as progress:
         report = memory.import_bundle(

@@ -50,7 +50,7 @@ def init_cmd(ctx: click.Context, path: str | None, claude_code: bool) -> None:
       kindling init --claude-code
       kindling --store /tmp/scratch-memory init
     """
-    from kindling import gitsetup
+    from kindling.git import setup as gitsetup
     from kindling.memory import Memory
 
     store = ctx.find_root().obj["store"]
@@ -66,7 +66,7 @@ def init_cmd(ctx: click.Context, path: str | None, claude_code: bool) -> None:
     if repo is not None and gitsetup.register_merge_driver(repo):
         click.echo(f"Registered the Kindling merge driver in {repo}'s git config")
     if claude_code:
-        from kindling.claude_settings import install_claude_code_hooks
+        from kindling.agents.claude_settings import install_claude_code_hooks
 
         settings = install_claude_code_hooks(repo or root.parent)
         click.echo(f"Claude Code hooks written to {settings}")

@@ -26,7 +26,7 @@ def merge_driver_cmd(base: str, ours: str, theirs: str, path: str | None, marker
     Example:
       kindling merge-driver .merge_file_O .merge_file_A .merge_file_B
     """
-    from kindling.merge import conflict_bytes, merge_files
+    from kindling.git.merge import conflict_bytes, merge_files
 
     label = path or ours
     sides: list[bytes | None] = []
@@ -80,7 +80,7 @@ def resolve_cmd(ctx: click.Context, ids: tuple[str, ...]) -> None:
       git merge other-branch   # conflicts in .kindling/objects/...
       kindling resolve
     """
-    from kindling.gitsetup import resolve_conflicts
+    from kindling.git.setup import resolve_conflicts
 
     report = resolve_conflicts(_store(ctx).root, ids)
     for line in report.lines:
@@ -107,7 +107,7 @@ def git_setup_cmd(ctx: click.Context, command: str | None) -> None:
     Example:
       kindling git-setup
     """
-    from kindling.gitsetup import DRIVER_COMMAND, git_setup
+    from kindling.git.setup import DRIVER_COMMAND, git_setup
 
     for line in git_setup(_store(ctx).root, command or DRIVER_COMMAND):
         click.echo(line)

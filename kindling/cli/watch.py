@@ -7,7 +7,7 @@ import datetime as dt
 import click
 
 from kindling.cli.common import json_option
-from kindling.watch import DEFAULT_DEBOUNCE_MS, DEFAULT_RECONCILE_S
+from kindling.watch.watcher import DEFAULT_DEBOUNCE_MS, DEFAULT_RECONCILE_S
 
 
 @click.command("watch")
@@ -44,7 +44,7 @@ def watch_cmd(ctx: click.Context, debounce_ms: int, reconcile_every: float, json
       kindling watch --debounce 100 --json
     """
     from kindling.store import Store, locate
-    from kindling.watch import Watcher, run_until_signalled
+    from kindling.watch.watcher import Watcher, run_until_signalled
 
     store = Store.open(locate(ctx.find_root().obj["store"]))
     show = _print_json if json_ else _print_text

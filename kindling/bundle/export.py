@@ -15,7 +15,7 @@ import os
 from typing import BinaryIO, NamedTuple
 
 from kindling import canonical
-from kindling.bundle import BUNDLE_VERSION, DATASET_VERSION, DESCRIPTION, iso_utc
+from kindling.bundle.format import BUNDLE_VERSION, DATASET_VERSION, DESCRIPTION, iso_utc
 from kindling.clock import now_ms
 from kindling.errors import CorruptFileError, ValidationError
 from kindling.model import (

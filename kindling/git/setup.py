@@ -193,7 +193,7 @@ class ResolveReport(NamedTuple):
 
 def resolve_conflicts(store_root: str | os.PathLike, ids: Iterable[str] = ()) -> ResolveReport:
     """Merge each conflicted entity file from git's index stages, write and `git add` it."""
-    from kindling.merge import merge_files
+    from kindling.git.merge import merge_files
     from kindling.store import Store
 
     root = Path(store_root)

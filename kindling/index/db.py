@@ -20,11 +20,11 @@ from pathlib import Path
 
 import orjson
 
-from kindling import index_schema as schema
 from kindling.errors import KindlingError
-from kindling.index_query import IndexReader, filters
-from kindling.index_schema import FileRead, Indexed, Problem, RankKey, SyncReport
-from kindling.index_sync import Scanner
+from kindling.index import schema
+from kindling.index.read import IndexReader, filters
+from kindling.index.schema import FileRead, Indexed, Problem, RankKey, SyncReport
+from kindling.index.sync import Scanner
 from kindling.model import ENTITY_TYPES
 from kindling.store import Store
 
@@ -255,7 +255,7 @@ class Index(IndexReader):
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if only_if_stale and version == schema.SCHEMA_VERSION:
                 return SyncReport(problems=self.problems())
-            from kindling import index_build  # only a rebuild needs it
+            from kindling.index import rebuild as index_build
 
             return index_build.build(
                 self.scanner, had_schema=version == schema.SCHEMA_VERSION, progress=progress
@@ -265,14 +265,14 @@ class Index(IndexReader):
 
     def verify(self) -> list[Problem]:
         """Ways the index disagrees with the files or is internally damaged; writes nothing."""
-        from kindling import index_build
+        from kindling.index import rebuild as index_build
 
         return index_build.verify(self.scanner)
 
     # ------------------------------------------------------------ watcher hand-off
 
     def watcher_state(self) -> dict | None:
-        """What a running `kindling watch` last published (see kindling.index_folders)."""
+        """What a running `kindling watch` last published (see kindling.index.handoff)."""
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'watcher'").fetchone()
         return orjson.loads(row[0]) if row else None
 

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 
 import orjson
 
-from kindling import index_schema as schema
-from kindling.index_schema import Indexed, Problem, RankKey
+from kindling.index import schema
+from kindling.index.schema import Indexed, Problem, RankKey
 from kindling.model import ENTITY_TYPES
 
 

@@ -5,7 +5,7 @@ and reconciles (a full incremental sync) once watching has begun. Each batch of 
 is then applied as hints with `Index.refresh`, which re-lists the fan-out folders holding them,
 so the event types reported are never trusted. A large batch, a move of the git HEAD, a quiet
 moment after a burst, a replaced index file and a timer (every few minutes) each lead to a
-reconcile instead. The hand-off to readers follows the contract in kindling.index_folders.
+reconcile instead. The hand-off to readers follows the contract in kindling.index.handoff.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from kindling.errors import KindlingError
 from kindling.store import Store
-from kindling.watch_source import ChangeSource, GitHead, relative, relevant, watchfiles_source
+from kindling.watch.source import ChangeSource, GitHead, relative, relevant, watchfiles_source
 
 if TYPE_CHECKING:
     from kindling.index import Index, SyncReport

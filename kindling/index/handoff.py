@@ -29,7 +29,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from kindling import index_schema as schema
+from kindling.index import schema
 from kindling.model import ENTITY_TYPES
 
 

@@ -19,7 +19,7 @@ from kindling.clock import now_ms
 from kindling.errors import ValidationError
 from kindling.index import Index, RankKey
 from kindling.model import OBSERVATION_KINDS, PLURAL, scope_errors
-from kindling.query import Compiled, clean, compile_query
+from kindling.search.fts_query import Compiled, clean, compile_query
 
 PROVIDER = "local-fts"
 NORM_WEIGHT = 0.7

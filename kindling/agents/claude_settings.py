@@ -11,8 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from kindling.agents.hooks import EVENTS, TOOL_EVENTS
 from kindling.errors import KindlingError
-from kindling.hooks import EVENTS, TOOL_EVENTS
 
 SETTINGS_PATH = Path(".claude") / "settings.json"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 
-from kindling import index_schema as schema
 from kindling.errors import CorruptFileError
+from kindling.index import schema
 from kindling.model import ENTITY_TYPES
 from kindling.store import Store
 

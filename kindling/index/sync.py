@@ -1,5 +1,5 @@
 """Keeping the index in step with the files: full and per-folder syncs, and the row changes
-they share (a rebuild from nothing is kindling.index_build).
+they share (a rebuild from nothing is kindling.index.rebuild).
 
 Every file's stat data is recorded as one key, `size:mtime_ns:ctime_ns:inode`, or as "" when
 the file changed too recently for its stat data to be trusted (git's racy rule), which makes
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kindling import canonical
-from kindling import index_folders as folders
-from kindling import index_schema as schema
-from kindling.index_files import (
+from kindling.index import handoff as folders
+from kindling.index import schema
+from kindling.index.scan import (
     S_IFMT,
     S_IFREG,
     buckets,
@@ -34,7 +34,7 @@ from kindling.index_files import (
     walkable,
     winner,
 )
-from kindling.index_schema import FileRead, Problem, SyncReport
+from kindling.index.schema import FileRead, Problem, SyncReport
 from kindling.model import ENTITY_TYPES
 
 if TYPE_CHECKING:

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from kindling import canonical
-from kindling import index_folders as folders
-from kindling import index_schema as schema
-from kindling.index_files import scan_folder, winner
-from kindling.index_schema import Problem, SyncReport
+from kindling.index import handoff as folders
+from kindling.index import schema
+from kindling.index.scan import scan_folder, winner
+from kindling.index.schema import Problem, SyncReport
 
 if TYPE_CHECKING:
-    from kindling.index_sync import Scanner
+    from kindling.index.sync import Scanner
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Read an export bundle into a store: everything checked first, then written in one pass.
 
 Per entity id: absent here -> added; identical -> unchanged; different -> a field-level merge
-with no common ancestor (`kindling.merge`): a clean merge is written ("merged"), a real conflict
+with no common ancestor (`kindling.git.merge`): a clean merge is written ("merged"), a real conflict
 keeps the local file (`--on-conflict keep`), takes the bundle's values for the conflicting fields
 (`theirs`), or stops the import before anything is written (`fail`). Whatever the option, a
 locally forgotten observation stays redacted, and a tombstone in the bundle redacts the local
@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kindling import canonical
-from kindling.bundle import Dataset, entity_label, parse_bundle
+from kindling.bundle.format import Dataset, entity_label, parse_bundle
 from kindling.errors import CorruptFileError, KindlingError, ValidationError
+from kindling.git.merge import merge_entity
 from kindling.masking import mask_json, mask_text
-from kindling.merge import merge_entity
 from kindling.model import ENTITY_TYPES, REDACTED_CONTENT, SINGULAR, entity_errors
 from kindling.store import Store
 
