@@ -391,7 +391,7 @@ class Memory:
         path = self.store.path_for("pins", found.entity["id"])
         self.store.remove("pins", found.entity["id"])
         try:
-            self.index.drop(path)
+            self.index.recheck(path)
         except (sqlite3.Error, KindlingError):
             pass  # the file is gone; the next sync drops its row
         return found.entity

@@ -330,12 +330,12 @@ def test_nowhere_to_keep_an_index_falls_back_to_memory(store, tmp_path):
 
 
 def test_record_and_drop_keep_the_index_current_without_a_walk(store, index, monkeypatch):
-    monkeypatch.setattr(index.scanner, "buckets", None)  # record/drop must not walk
+    monkeypatch.setattr("kindling.index.sync.buckets", None)  # record/drop must not walk
     path, data = store.write("observations", obs(1, "fresh"))
     index.record("observations", path, data, obs(1, "fresh"))
     assert index.get("obs-0001").entity["content"] == "fresh"
     path.unlink()
-    index.drop(path)
+    index.recheck(path)
     assert index.get("obs-0001") is None
 
 
@@ -423,7 +423,7 @@ def test_readers_trust_a_live_caught_up_watcher(store, index, monkeypatch):
         index.set_watcher_state({"pid": os.getpid(), "pending": True})
         index.sync(trust_watcher=False)  # the watcher's reconcile records folder mtimes
         index.set_watcher_state({"pid": os.getpid(), "pending": False})
-        monkeypatch.setattr(index.scanner, "buckets", None)  # a trusting reader never walks
+        monkeypatch.setattr("kindling.index.sync.buckets", None)  # a trusting reader never walks
         b, _ = store.write("observations", obs(2, "two"))  # a new file moves its folder
         assert index.sync().added == 1
         # An in-place edit does not move the folder: that one is the watcher's to report.

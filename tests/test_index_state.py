@@ -164,7 +164,7 @@ class IndexMachine(RuleBasedStateMachine):
             path = data.draw(st.sampled_from(files))
             path.unlink()
             if dropped:
-                self.index.drop(path)
+                self.index.recheck(path)
 
     @rule(data=st.data(), how=st.sampled_from(["compact", "same-size", "conflict", "truncate"]))
     def hand_edit(self, data, how):

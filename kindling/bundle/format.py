@@ -1,7 +1,8 @@
 """The export bundle format (formats.txt, "Export bundle"): versions, header, and a parser
 that checks a whole bundle before anything is done with it.
 
-Writing a bundle lives in `kindling.bundle.export`, reading one into a store in `kindling.bundle.importer`.
+Writing a bundle lives in `kindling.bundle.export`, reading one into a store in
+`kindling.bundle.importer`.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ observation. Secrets are masked on the way in, as on capture.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -20,6 +19,7 @@ from kindling.errors import CorruptFileError, KindlingError, ValidationError
 from kindling.git.merge import merge_entity
 from kindling.masking import mask_json, mask_text
 from kindling.model import ENTITY_TYPES, REDACTED_CONTENT, SINGULAR, entity_errors
+from kindling.progress import ProgressFactory, Step
 from kindling.store import Store
 
 ON_CONFLICT = ("keep", "theirs", "fail")
@@ -127,15 +127,12 @@ def _read_local(path: Path) -> bytes | None:
         return None
 
 
-Progress = Callable[[int], None]
-
-
 def plan_import(
     store: Store,
     dataset: Dataset,
     *,
     on_conflict: str = "keep",
-    progress: Progress | None = None,
+    progress: Step | None = None,
 ) -> list[Decision]:
     """Mask and decide every bundle entity against the store, writing nothing."""
     if on_conflict not in ON_CONFLICT:
@@ -184,7 +181,7 @@ def apply_plan(
     decisions: list[Decision],
     *,
     on_conflict: str = "keep",
-    progress: Progress | None = None,
+    progress: Step | None = None,
 ) -> list[Decision]:
     """Write what the plan decided (non-durably, then one sync); returns the final decisions.
 
@@ -305,7 +302,7 @@ def import_bundle(
     *,
     on_conflict: str = "keep",
     dry_run: bool = False,
-    progress: Callable[[str, int], Progress] | None = None,
+    progress: ProgressFactory | None = None,
 ) -> ImportReport:
     """Import a bundle (bytes or a parsed Dataset) into a `kindling.Memory`; index synced once.
 

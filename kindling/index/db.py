@@ -15,23 +15,20 @@ import contextlib
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import orjson
 
 from kindling.errors import KindlingError
-from kindling.index import schema
-from kindling.index.read import IndexReader, filters
-from kindling.index.schema import FileRead, Indexed, Problem, RankKey, SyncReport
-from kindling.index.sync import Scanner
+from kindling.index import handoff, schema
+from kindling.index.read import IndexReader
+from kindling.index.scan import ObjectPaths, read_file_at
+from kindling.index.schema import Problem, SyncReport
+from kindling.index.sync import Syncer
 from kindling.model import ENTITY_TYPES
+from kindling.progress import ProgressFactory
 from kindling.store import Store
-
-# progress(label, total) -> step(n): how long work reports itself (a bar on a terminal).
-Progress = Callable[[str, int], Callable[[int], object]]
-
-__all__ = ["FileRead", "Index", "Indexed", "Problem", "RankKey", "SyncReport", "filters"]
 
 
 def _is_locked(exc: sqlite3.Error) -> bool:
@@ -53,11 +50,9 @@ class Index(IndexReader):
     def __init__(self, store: Store, *, path: str | os.PathLike | None = None) -> None:
         self.store = store
         self.path = Path(path) if path is not None else store.index_path
-        self._objects = str(store.objects)
-        self._cut = len(self._objects) + 1
+        self.paths = ObjectPaths(store.objects)
         self._conn: sqlite3.Connection | None = None
         self._ino: int | None = None
-        self.scanner = Scanner(self)
         self._open()
 
     # ------------------------------------------------------------ opening
@@ -173,17 +168,11 @@ class Index(IndexReader):
 
     def rel(self, path: str | os.PathLike) -> str:
         """A path under objects/ as the index records it (relative, '/'-separated)."""
-        text = os.fspath(path)
-        if text.startswith(self._objects) and text[len(self._objects) : self._cut] == os.sep:
-            rel = text[self._cut :]
-        else:
-            rel = os.path.relpath(os.path.abspath(text), os.path.abspath(self._objects))
-            if rel.startswith(".."):
-                raise KindlingError(f"{text} is not inside {self._objects}")
-        return rel.replace(os.sep, "/") if os.sep != "/" else rel
+        return self.paths.rel(path)
 
-    def abspath(self, rel: str) -> str:
-        return f"{self._objects}/{rel}" if os.sep == "/" else os.path.join(self._objects, rel)
+    def syncer(self) -> Syncer:
+        """The sync machinery over the current connection."""
+        return Syncer(self.conn, self.paths, self.transaction, self.watch_lock_path)
 
     # ------------------------------------------------------------ keeping current
 
@@ -191,16 +180,16 @@ class Index(IndexReader):
         """Bring the index in step with the files (cheap when nothing changed)."""
         self._reopen_if_replaced()
         try:
-            return self.scanner.sync(trust_watcher=trust_watcher)
+            return self.syncer().sync(trust_watcher=trust_watcher)
         except sqlite3.DatabaseError as exc:
             if not _is_corrupt(exc):
                 raise
             self.close()
             self._discard_file()
             self._open()
-            return self.scanner.sync(trust_watcher=trust_watcher)
+            return self.syncer().sync(trust_watcher=trust_watcher)
 
-    def rebuild(self, *, progress: Progress | None = None) -> SyncReport:
+    def rebuild(self, *, progress: ProgressFactory | None = None) -> SyncReport:
         """Rebuild every row from the files in one transaction (readers see old or new, whole).
 
         `progress(label, total)`, when given, returns the function that hears each step.
@@ -222,59 +211,57 @@ class Index(IndexReader):
                 continue
             if parts[0] not in ENTITY_TYPES:
                 if parts[0] in (".", ""):
-                    return self.scanner.sync_all()
+                    return self.syncer().sync_all()
                 continue
             if len(parts) == 1:
-                return self.scanner.sync_all()
+                return self.syncer().sync_all()
             moved.add(f"{parts[0]}/{parts[1]}")
-        return self.scanner.sync_folders(moved)
+        return self.syncer().sync_folders(moved)
 
     def record(self, entity_type: str, path: str | Path, data: bytes, entity: dict) -> None:
         """Index a file Kindling itself just wrote with `data` (what is on disk now wins)."""
+        self._recheck(self.rel(path), entity_type, known=(data, entity))
+
+    def recheck(self, path: str | Path) -> None:
+        """Bring one file's rows in step with the disk (after Kindling deleted or moved it)."""
         rel = self.rel(path)
-        read = self.scanner.read_file(rel, entity_type, known=(data, entity))
+        self._recheck(rel, rel.split("/", 1)[0])
+
+    def _recheck(self, rel: str, entity_type: str, known: tuple[bytes, dict] | None = None) -> None:
+        read = None
+        if entity_type in ENTITY_TYPES:
+            read = read_file_at(self.paths, rel, entity_type, known)
+        syncer = self.syncer()
         with self.transaction():
             if read is None:
-                self.scanner.apply([], [rel])
+                syncer.apply([], [rel])
             else:
-                self.scanner.apply([read], [])
+                syncer.apply([read], [])
 
-    def drop(self, path: str | Path) -> None:
-        """Forget a file Kindling itself just deleted."""
-        rel = self.rel(path)
-        etype = rel.split("/", 1)[0]
-        read = self.scanner.read_file(rel, etype) if etype in ENTITY_TYPES else None
-        with self.transaction():
-            if read is None:
-                self.scanner.apply([], [rel])
-            else:
-                self.scanner.apply([read], [])
-
-    def _build(self, *, only_if_stale: bool, progress: Progress | None = None) -> SyncReport:
+    def _build(self, *, only_if_stale: bool, progress: ProgressFactory | None = None) -> SyncReport:
         with self.transaction() as conn:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if only_if_stale and version == schema.SCHEMA_VERSION:
                 return SyncReport(problems=self.problems())
-            from kindling.index import rebuild as index_build
+            from kindling.index import rebuild  # only a rebuild needs it
 
-            return index_build.build(
-                self.scanner, had_schema=version == schema.SCHEMA_VERSION, progress=progress
+            return rebuild.build(
+                self.syncer(), had_schema=version == schema.SCHEMA_VERSION, progress=progress
             )
 
     # ------------------------------------------------------------ lookups
 
     def verify(self) -> list[Problem]:
         """Ways the index disagrees with the files or is internally damaged; writes nothing."""
-        from kindling.index import rebuild as index_build
+        from kindling.index import rebuild
 
-        return index_build.verify(self.scanner)
+        return rebuild.verify(self.syncer(), str(self.path))
 
     # ------------------------------------------------------------ watcher hand-off
 
     def watcher_state(self) -> dict | None:
         """What a running `kindling watch` last published (see kindling.index.handoff)."""
-        row = self.conn.execute("SELECT value FROM meta WHERE key = 'watcher'").fetchone()
-        return orjson.loads(row[0]) if row else None
+        return handoff.watcher_state(self.conn)
 
     def set_watcher_state(self, state: dict | None) -> None:
         """Publish (or with None, withdraw) the watcher's state for readers."""

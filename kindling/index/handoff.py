@@ -29,6 +29,8 @@ import sqlite3
 import time
 from pathlib import Path
 
+import orjson
+
 from kindling.index import schema
 from kindling.model import ENTITY_TYPES
 
@@ -144,3 +146,9 @@ def watcher_caught_up(state: object, lock_path: Path | None) -> bool:
         if time.time_ns() // 1_000_000 - beat > stale:
             return False
     return watcher_alive(lock_path)
+
+
+def watcher_state(conn: sqlite3.Connection) -> dict | None:
+    """What a running `kindling watch` last published, or None."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'watcher'").fetchone()
+    return orjson.loads(row[0]) if row else None

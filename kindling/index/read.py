@@ -12,21 +12,25 @@ from collections.abc import Iterable
 import orjson
 
 from kindling.index import schema
+from kindling.index.scan import ObjectPaths
 from kindling.index.schema import Indexed, Problem, RankKey
 from kindling.model import ENTITY_TYPES
+
+
+def problem_files(conn: sqlite3.Connection, paths: ObjectPaths) -> list[Problem]:
+    """Files the last sync could not index, by path."""
+    rows = conn.execute("SELECT path, problem FROM files WHERE problem IS NOT NULL ORDER BY path")
+    return [Problem(paths.abspath(p), reason) for p, reason in rows]
 
 
 class IndexReader:
     """The read-only half of an Index."""
 
     conn: sqlite3.Connection
-
-    def abspath(self, rel: str) -> str:
-        """An index path (relative to objects/) as an absolute one."""
-        raise NotImplementedError
+    paths: ObjectPaths
 
     def _indexed(self, row: tuple) -> Indexed:
-        return Indexed(row[0], orjson.loads(row[1]), self.abspath(row[2]))
+        return Indexed(row[0], orjson.loads(row[1]), self.paths.abspath(row[2]))
 
     def get(self, entity_id: str, entity_type: str | None = None) -> Indexed | None:
         """The entity with this exact id (of any type when none is given), or None."""
@@ -183,10 +187,7 @@ class IndexReader:
 
     def problems(self) -> list[Problem]:
         """Files the last sync could not index, by path."""
-        rows = self.conn.execute(
-            "SELECT path, problem FROM files WHERE problem IS NOT NULL ORDER BY path"
-        )
-        return [Problem(self.abspath(p), reason) for p, reason in rows]
+        return problem_files(self.conn, self.paths)
 
     def duplicates(self) -> list[tuple[str, str, list[str]]]:
         """(type, id, paths) for every id held by more than one file; the first path wins."""
@@ -198,7 +199,7 @@ class IndexReader:
         ).fetchall()
         out: dict[tuple[str, str], list[str]] = {}
         for etype, eid, path, _ in rows:
-            out.setdefault((etype, eid), []).append(self.abspath(path))
+            out.setdefault((etype, eid), []).append(self.paths.abspath(path))
         return [(t, i, paths) for (t, i), paths in out.items()]
 
     def dump(self) -> dict:

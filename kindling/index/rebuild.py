@@ -5,16 +5,12 @@ from __future__ import annotations
 import gc
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from kindling import canonical
-from kindling.index import handoff as folders
-from kindling.index import schema
-from kindling.index.scan import scan_folder, winner
+from kindling.index import handoff, schema
+from kindling.index.scan import buckets, read_entity_file, scan_folder, winner
 from kindling.index.schema import Problem, SyncReport
-
-if TYPE_CHECKING:
-    from kindling.index.sync import Scanner
+from kindling.index.sync import Syncer
 
 
 @dataclass
@@ -28,23 +24,23 @@ class _Rows:
     owners: dict[tuple[str, str], list[tuple[str, int]]] = field(default_factory=dict)
 
 
-def build(scanner: Scanner, *, had_schema: bool, progress=None) -> SyncReport:
+def build(syncer: Syncer, *, had_schema: bool, progress=None) -> SyncReport:
     """Replace every table from a fresh read of all files (inside the caller's transaction)."""
-    conn = scanner.conn
+    conn = syncer.conn
     old: dict[str, str] = {}
     if had_schema:
         old = dict(conn.execute("SELECT path, hash FROM files WHERE problem IS NULL"))
     t0 = time.time_ns()
     dirs = None
-    if folders.watcher_alive(scanner.index.watch_lock_path):
-        dirs = folders.stat_dirs(scanner.index.store.objects)
+    if handoff.watcher_alive(syncer.watch_lock):
+        dirs = handoff.stat_dirs(syncer.paths.root)
     report = SyncReport()
     # Tens of thousands of small tuples are made here and none is garbage: pause the
     # cyclic collector, which would otherwise rescan them again and again.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        rows = _read_all(scanner, t0, old, report, progress)
+        rows = _read_all(syncer, t0, old, report, progress)
     finally:
         if collecting:
             gc.enable()
@@ -75,22 +71,22 @@ def build(scanner: Scanner, *, had_schema: bool, progress=None) -> SyncReport:
     conn.executemany("UPDATE entities SET shadowed = 1 WHERE rowid = ?", losers)
     schema.create_indexes(conn)
     if dirs is not None:
-        folders.store_dirs(conn, dirs, t0, full=True)
+        handoff.store_dirs(conn, dirs, t0, full=True)
     conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")
     conn.execute("PRAGMA cache_size = -2000")  # SQLite's default again
-    report.problems = scanner.index.problems()
+    report.problems = syncer.problems()
     return report
 
 
 def _read_all(
-    scanner: Scanner, t0: int, old: dict[str, str], report: SyncReport, progress=None
+    syncer: Syncer, t0: int, old: dict[str, str], report: SyncReport, progress=None
 ) -> _Rows:
     """Read, hash and parse every file into rows for a rebuild, counting against `old`."""
     recent = t0 - schema.RACY_NS
     rows = _Rows()
     file_rows, entity_rows, fts_rows, owners = rows.files, rows.entities, rows.fts, rows.owners
     fid = 0
-    folders_to_read = scanner.buckets()
+    folders_to_read = buckets(syncer.paths.objects)
     step = progress("Indexing", len(folders_to_read)) if progress else None
     for rel_folder, path in folders_to_read:
         if step is not None:
@@ -101,7 +97,7 @@ def _read_all(
         for name, st in items:
             racy = racy or st.st_mtime_ns >= recent or st.st_ctime_ns >= recent
             rel = f"{rel_folder}/{name}"
-            read = scanner._read(rel, etype, st, t0)
+            read = read_entity_file(syncer.paths, rel, etype, st, t0)
             if read is None:
                 continue
             fid += 1
@@ -126,18 +122,18 @@ def _read_all(
     return rows
 
 
-def verify(scanner: Scanner) -> list[Problem]:
+def verify(syncer: Syncer, index_path: str) -> list[Problem]:
     """Compare every row with a fresh read of the files, plus FTS5's own integrity check."""
     out: list[Problem] = []
-    conn = scanner.conn
+    conn = syncer.conn
     try:
-        with scanner.index.transaction():
+        with syncer.transaction():
             conn.execute("INSERT INTO fts(fts, rank) VALUES ('integrity-check', 1)")
             raise _Rollback
     except _Rollback:
         pass
     except Exception as exc:  # noqa: BLE001 - any failure here is the finding
-        out.append(Problem(str(scanner.index.path), f"full-text index damaged ({exc})"))
+        out.append(Problem(index_path, f"full-text index damaged ({exc})"))
     rows = {
         r[0]: r[1:]
         for r in conn.execute(
@@ -145,11 +141,11 @@ def verify(scanner: Scanner) -> list[Problem]:
             "LEFT JOIN entities e ON e.rowid = f.id"
         )
     }
-    for rel, etype, st in scanner.files():
-        read = scanner.read_file(rel, etype, st=st)
+    for rel, etype, st in syncer.files():
+        read = read_entity_file(syncer.paths, rel, etype, st, time.time_ns())
         if read is None:
             continue
-        path = scanner.index.abspath(rel)
+        path = syncer.paths.abspath(rel)
         row = rows.pop(rel, None)
         if row is None:
             out.append(Problem(path, "not in the index"))
@@ -158,13 +154,13 @@ def verify(scanner: Scanner) -> list[Problem]:
         elif read.entity is not None and (row[2] is None or canonical.loads(row[2]) != read.entity):
             out.append(Problem(path, "the index holds a different entity for this file"))
     for rel in sorted(rows):
-        out.append(Problem(scanner.index.abspath(rel), "in the index but no longer on disk"))
+        out.append(Problem(syncer.paths.abspath(rel), "in the index but no longer on disk"))
     orphans = conn.execute(
         "SELECT (SELECT count(*) FROM entities WHERE rowid NOT IN (SELECT id FROM files)) + "
         "(SELECT count(*) FROM fts WHERE rowid NOT IN (SELECT rowid FROM entities))"
     ).fetchone()[0]
     if orphans:
-        out.append(Problem(str(scanner.index.path), f"{orphans} orphan rows"))
+        out.append(Problem(index_path, f"{orphans} orphan rows"))
     return out
 
 

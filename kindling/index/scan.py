@@ -1,12 +1,16 @@
-"""Reading entity files for the index: the walk's rules, stat keys, folder fingerprints and
-whole-file reads. Only reads; nothing here knows about SQLite."""
+"""Reading entity files for the index: where they are, the walk's rules, stat keys, folder
+fingerprints and whole-file reads. Only reads the files; never opens the database."""
 
 from __future__ import annotations
 
 import os
+import time
+from pathlib import Path
 
-from kindling.errors import CorruptFileError
+from kindling import canonical
+from kindling.errors import CorruptFileError, KindlingError
 from kindling.index import schema
+from kindling.index.schema import FileRead
 from kindling.model import ENTITY_TYPES
 from kindling.store import Store
 
@@ -104,3 +108,79 @@ def winner(entity_type: str, entity_id: str, held: list[tuple[str, int]]) -> int
     """Of (path, rowid) pairs holding one id, the rowid that wins: its own path, else the first."""
     home = schema.canonical_rel(entity_type, entity_id)
     return min(held, key=lambda h: (h[0] != home, h[0]))[1]
+
+
+class ObjectPaths:
+    """Paths under a store's objects/ folder: as the index records them, and on disk."""
+
+    def __init__(self, objects: str | os.PathLike) -> None:
+        self.objects = str(objects)
+        self.root = Path(objects)
+        self._cut = len(self.objects) + 1
+
+    def rel(self, path: str | os.PathLike) -> str:
+        """A path under objects/ as the index records it (relative, '/'-separated)."""
+        text = os.fspath(path)
+        if text.startswith(self.objects) and text[len(self.objects) : self._cut] == os.sep:
+            rel = text[self._cut :]
+        else:
+            rel = os.path.relpath(os.path.abspath(text), os.path.abspath(self.objects))
+            if rel.startswith(".."):
+                raise KindlingError(f"{text} is not inside {self.objects}")
+        return rel.replace(os.sep, "/") if os.sep != "/" else rel
+
+    def abspath(self, rel: str) -> str:
+        """An index path (relative to objects/) as an absolute one."""
+        return f"{self.objects}/{rel}" if os.sep == "/" else os.path.join(self.objects, rel)
+
+    def rel_of_abspath(self, path: str) -> str:
+        """The inverse of abspath() for a path abspath() made."""
+        return path[self._cut :]
+
+
+def read_entity_file(
+    paths: ObjectPaths,
+    rel: str,
+    entity_type: str,
+    st: os.stat_result,
+    t0: int,
+    recorded_hash: str | None = None,
+    known: tuple[bytes, dict] | None = None,
+) -> FileRead | None:
+    """Read, hash and (unless its hash is `recorded_hash`) parse one file whose stat is `st`.
+
+    `known` is (bytes, entity) of a file Kindling just wrote: when the disk holds those bytes,
+    the entity is not parsed again. None when the file is gone.
+    """
+    path = paths.abspath(rel)
+    problem = entity = None
+    try:
+        data = read_bytes(path, st.st_size)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        data, problem = b"", f"unreadable ({exc.strerror})"
+    digest = canonical.content_hash(data)
+    if problem is None:
+        if known is not None and known[0] == data:
+            entity = known[1]
+        elif recorded_hash != digest:
+            entity, problem = parse(entity_type, path, data)
+    stat = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    return FileRead(rel, entity_type, stat, stat_key(st, t0), digest, data, entity, problem)
+
+
+def read_file_at(
+    paths: ObjectPaths, rel: str, entity_type: str, known: tuple[bytes, dict] | None = None
+) -> FileRead | None:
+    """Stat and read one file by its relative path; None when it is gone or not an entity file."""
+    if not walkable(rel) or rel.split("/", 1)[0] != entity_type:
+        return None
+    t0 = time.time_ns()
+    try:
+        st = os.lstat(paths.abspath(rel))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if st.st_mode & S_IFMT != S_IFREG:
+        return None
+    return read_entity_file(paths, rel, entity_type, st, t0, known=known)

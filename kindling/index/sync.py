@@ -14,35 +14,35 @@ changes is one short write transaction.
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat as stat_module
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import NamedTuple
 
-from kindling import canonical
-from kindling.index import handoff as folders
-from kindling.index import schema
+from kindling.index import handoff, schema
+from kindling.index.read import problem_files
 from kindling.index.scan import (
     S_IFMT,
     S_IFREG,
+    ObjectPaths,
     buckets,
     full_key,
     parse,
-    read_bytes,
+    read_entity_file,
     scan_folder,
-    stat_key,
     walkable,
     winner,
 )
 from kindling.index.schema import FileRead, Problem, SyncReport
 from kindling.model import ENTITY_TYPES
 
-if TYPE_CHECKING:
-    from kindling.index import Index
-
 
 @dataclass
-class Scan:
+class SyncPlan:
     """What a walk found to do: files to re-read, rows to drop, folder records to replace."""
 
     t0: int
@@ -52,35 +52,52 @@ class Scan:
     folders: dict[str, tuple[int, int | None] | None] = field(default_factory=dict)
 
 
-class Scanner:
-    """The sync machinery of one Index."""
+class RowCounts(NamedTuple):
+    """What applying a batch of reads and removals did to the entity rows."""
 
-    def __init__(self, index: Index) -> None:
-        self.index = index
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    same: int = 0  # files re-read whose content had not changed
 
-    @property
-    def conn(self):
-        return self.index.conn
+
+class Syncer:
+    """The sync machinery over one open index database.
+
+    It holds what it needs and nothing more: the connection, where the files are, how to
+    open a write transaction, and where a running watcher's lock lives.
+    """
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        paths: ObjectPaths,
+        transaction: Callable[[], AbstractContextManager],
+        watch_lock: Path | None,
+    ) -> None:
+        self.conn = conn
+        self.paths = paths
+        self.transaction = transaction
+        self.watch_lock = watch_lock
+
+    def problems(self) -> list[Problem]:
+        return problem_files(self.conn, self.paths)
 
     # ------------------------------------------------------------ entry points
 
     def sync(self, *, trust_watcher: bool = True) -> SyncReport:
         """Trust a live, caught-up watcher and re-list moved folders; otherwise walk all."""
-        lock = self.index.watch_lock_path
-        if trust_watcher and folders.watcher_caught_up(self.index.watcher_state(), lock):
-            moved = folders.moved_folders(self.conn, self.index.store.objects)
+        lock = self.watch_lock
+        if trust_watcher and handoff.watcher_caught_up(handoff.watcher_state(self.conn), lock):
+            moved = handoff.moved_folders(self.conn, self.paths.root)
             if moved is not None:
                 return self.sync_folders(*moved)
         return self.sync_all()
 
-    def buckets(self) -> list[tuple[str, str]]:
-        """Every fan-out folder as (relative path, absolute path)."""
-        return buckets(self.index._objects)
-
     def files(self) -> list[tuple[str, str, os.stat_result]]:
         """Every entity file under objects/ as (relative path, type, stat), stat only."""
         out = []
-        for rel_folder, path in self.buckets():
+        for rel_folder, path in buckets(self.paths.objects):
             etype = rel_folder.split("/", 1)[0]
             items, _ = scan_folder(path)
             out.extend((f"{rel_folder}/{name}", etype, st) for name, st in items)
@@ -92,24 +109,24 @@ class Scanner:
 
     def sync_all(self) -> SyncReport:
         """Stat every entity file; re-read what differs; drop rows of vanished files."""
-        scan = Scan(time.time_ns())
+        plan = SyncPlan(time.time_ns())
         dirs = None
-        if folders.watcher_alive(self.index.watch_lock_path):
-            dirs = folders.stat_dirs(self.index.store.objects)
+        if handoff.watcher_alive(self.watch_lock):
+            dirs = handoff.stat_dirs(self.paths.root)
         recorded = self._recorded_folders()
-        for rel_folder, path in self.buckets():
-            self._scan_folder(scan, rel_folder, path, recorded.pop(rel_folder, None))
+        for rel_folder, path in buckets(self.paths.objects):
+            self._scan_folder(plan, rel_folder, path, recorded.pop(rel_folder, None))
         for rel_folder in recorded:  # folders that are gone, with everything in them
-            self._scan_folder(scan, rel_folder, None, recorded[rel_folder])
-        return self._reconcile(scan, dirs, full=True)
+            self._scan_folder(plan, rel_folder, None, recorded[rel_folder])
+        return self._reconcile(plan, dirs, full=True)
 
     def sync_folders(
         self, moved: set[str], type_dirs: dict[str, int | None] | None = None
     ) -> SyncReport:
         """Reconcile only these fan-out folders (`<type>/<xx>`) with their recorded rows."""
-        scan = Scan(time.time_ns())
+        plan = SyncPlan(time.time_ns())
         dirs: dict[str, int | None] = dict(type_dirs or {})
-        objects = self.index._objects
+        objects = self.paths.objects
         for rel_folder in sorted(moved):
             etype, _, bucket = rel_folder.partition("/")
             if etype not in ENTITY_TYPES or not bucket or "/" in bucket:
@@ -124,15 +141,15 @@ class Scanner:
             else:
                 dirs[rel_folder] = st.st_mtime_ns
             recorded = self._recorded_folders("WHERE path = ?", (rel_folder,))
-            self._scan_folder(scan, rel_folder, path, recorded.get(rel_folder))
-        return self._reconcile(scan, dirs, full=False)
+            self._scan_folder(plan, rel_folder, path, recorded.get(rel_folder))
+        return self._reconcile(plan, dirs, full=False)
 
     def _scan_folder(
-        self, scan: Scan, rel_folder: str, path: str | None, recorded: tuple | None
+        self, plan: SyncPlan, rel_folder: str, path: str | None, recorded: tuple | None
     ) -> None:
         """Compare one folder with its records: by fingerprint, then (if needed) file by file."""
         items, fingerprint = scan_folder(path) if path is not None else ([], 0)
-        scan.walked += len(items)
+        plan.walked += len(items)
         if recorded == (len(items), fingerprint):
             return
         keys = dict(
@@ -143,55 +160,55 @@ class Scanner:
         )
         etype = rel_folder.split("/", 1)[0]
         pop = keys.pop
-        recent = scan.t0 - schema.RACY_NS
+        recent = plan.t0 - schema.RACY_NS
         racy = False
         for name, st in items:
             rel = f"{rel_folder}/{name}"
             if pop(rel, None) != full_key(st):
-                scan.changed.append((rel, etype, st))
+                plan.changed.append((rel, etype, st))
             if st.st_mtime_ns >= recent or st.st_ctime_ns >= recent:
                 racy = True
         # Vanished files: a set difference against what is recorded, never a count.
-        scan.removed.extend(keys)
+        plan.removed.extend(keys)
         record = None if path is None else (len(items), None if racy else fingerprint)
         if record != recorded:
-            scan.folders[rel_folder] = record
+            plan.folders[rel_folder] = record
 
     # ------------------------------------------------------------ the shared core
 
     def _reconcile(
-        self, scan: Scan, dirs: dict[str, int | None] | None, *, full: bool
+        self, plan: SyncPlan, dirs: dict[str, int | None] | None, *, full: bool
     ) -> SyncReport:
-        t0 = scan.t0
-        dirs_moved = dirs is not None and folders.dirs_differ(self.conn, dirs, t0)
-        if not scan.changed and not scan.removed and not scan.folders and not dirs_moved:
-            problems = self.index.problems()
+        t0 = plan.t0
+        dirs_moved = dirs is not None and handoff.dirs_differ(self.conn, dirs, t0)
+        if not plan.changed and not plan.removed and not plan.folders and not dirs_moved:
+            problems = self.problems()
             quiet = len(problems) if full else self._problems_among(problems, ())
-            return SyncReport(unchanged=scan.walked - quiet, problems=problems)
-        hashes = self._recorded_hashes([c[0] for c in scan.changed])
+            return SyncReport(unchanged=plan.walked - quiet, problems=problems)
+        hashes = self._recorded_hashes([c[0] for c in plan.changed])
         reads = []
-        removed = list(scan.removed)
-        for rel, etype, st in scan.changed:
-            read = self._read(rel, etype, st, t0, hashes.get(rel))
+        removed = list(plan.removed)
+        for rel, etype, st in plan.changed:
+            read = read_entity_file(self.paths, rel, etype, st, t0, hashes.get(rel))
             if read is None:
                 removed.append(rel)
             else:
                 reads.append(read)
-        with self.index.transaction():
+        with self.transaction():
             counts = self.apply(reads, removed)
-            self._store_folders(scan.folders)
+            self._store_folders(plan.folders)
             if dirs is not None:
-                folders.store_dirs(self.conn, dirs, t0, full=full)
+                handoff.store_dirs(self.conn, dirs, t0, full=full)
             if full:
                 self._sweep()
-        problems = self.index.problems()
-        changed_rels = {c[0] for c in scan.changed}
+        problems = self.problems()
+        changed_rels = {c[0] for c in plan.changed}
         if full:
             quiet = len(problems) - self._problems_among(problems, changed_rels, only=True)
         else:
             quiet = self._problems_among(problems, changed_rels)
-        unchanged = scan.walked - len(scan.changed) - quiet + counts[3]
-        return SyncReport(counts[0], counts[1], counts[2], unchanged, problems)
+        unchanged = plan.walked - len(plan.changed) - quiet + counts.same
+        return SyncReport(counts.added, counts.updated, counts.removed, unchanged, problems)
 
     def _store_folders(self, records: dict[str, tuple[int, int | None] | None]) -> None:
         for rel_folder, record in records.items():
@@ -205,61 +222,11 @@ class Scanner:
 
     def _problems_among(self, problems: list[Problem], rels, *, only: bool = False) -> int:
         """Problem files not among `rels` (or, with only=True, among them)."""
-        cut = self.index._cut
-        return sum(1 for p in problems if (p.path[cut:] in rels) == only)
+        rel_of = self.paths.rel_of_abspath
+        return sum(1 for p in problems if (rel_of(p.path) in rels) == only)
 
-    def read_file(
-        self,
-        rel: str,
-        entity_type: str,
-        *,
-        st: os.stat_result | None = None,
-        t0: int | None = None,
-        recorded_hash: str | None = None,
-        known: tuple[bytes, dict] | None = None,
-    ) -> FileRead | None:
-        """Read one file (stat first); None when it is gone or is not an entity file."""
-        if not walkable(rel) or rel.split("/", 1)[0] != entity_type:
-            return None
-        if t0 is None:
-            t0 = time.time_ns()
-        if st is None:
-            try:
-                st = os.lstat(self.index.abspath(rel))
-            except (FileNotFoundError, NotADirectoryError):
-                return None
-            if st.st_mode & S_IFMT != S_IFREG:
-                return None
-        return self._read(rel, entity_type, st, t0, recorded_hash, known)
-
-    def _read(
-        self,
-        rel: str,
-        entity_type: str,
-        st: os.stat_result,
-        t0: int,
-        recorded_hash: str | None = None,
-        known: tuple[bytes, dict] | None = None,
-    ) -> FileRead | None:
-        path = self.index.abspath(rel)
-        problem = entity = None
-        try:
-            data = read_bytes(path, st.st_size)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except OSError as exc:
-            data, problem = b"", f"unreadable ({exc.strerror})"
-        digest = canonical.content_hash(data)
-        if problem is None:
-            if known is not None and known[0] == data:
-                entity = known[1]
-            elif recorded_hash != digest:
-                entity, problem = parse(entity_type, path, data)
-        stat = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        return FileRead(rel, entity_type, stat, stat_key(st, t0), digest, data, entity, problem)
-
-    def apply(self, reads: list[FileRead], removed: list[str]) -> list[int]:
-        """Write row changes inside the caller's transaction: [added, updated, removed, same]."""
+    def apply(self, reads: list[FileRead], removed: list[str]) -> RowCounts:
+        """Write row changes inside the caller's transaction."""
         conn = self.conn
         counts = [0, 0, 0, 0]
         touched: set[tuple[str, str]] = set()
@@ -285,7 +252,7 @@ class Scanner:
                 continue
             entity, problem = read.entity, read.problem
             if entity is None and problem is None:
-                entity, problem = parse(read.entity_type, self.index.abspath(read.rel), read.data)
+                entity, problem = parse(read.entity_type, self.paths.abspath(read.rel), read.data)
             values = (read.entity_type, *read.stat, read.statkey, read.hash, problem)
             if row is None:
                 fid = conn.execute(
@@ -319,7 +286,7 @@ class Scanner:
                 "ON CONFLICT(path) DO UPDATE SET fingerprint = NULL",
                 (rel_folder,),
             )
-        return counts
+        return RowCounts(*counts)
 
     def _drop_entity(self, fid: int, touched: set) -> int:
         old = self.conn.execute("SELECT type, id FROM entities WHERE rowid = ?", (fid,)).fetchone()
@@ -332,7 +299,7 @@ class Scanner:
 
     def _still_there(self, rel: str) -> bool:
         try:
-            st = os.lstat(self.index.abspath(rel))
+            st = os.lstat(self.paths.abspath(rel))
         except OSError:
             return False
         return st.st_mode & S_IFMT == S_IFREG and walkable(rel)
