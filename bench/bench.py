@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from kindling import canonical  # noqa: E402
 from kindling.index import Index  # noqa: E402
-from kindling.index import schema as index_schema
+from kindling.index import schema as index_schema  # noqa: E402
 from kindling.search.retrieve import retrieve  # noqa: E402
 from kindling.store import Store  # noqa: E402
 

@@ -107,7 +107,7 @@ def _import(work: Path, target: str) -> dict:
         Store.create(root)
     timings = {}
     with Memory(root) as memory:
-        fresh = memory.fresh
+        fresh = memory.sync
         spent = []
 
         def timed_fresh():
@@ -116,7 +116,7 @@ def _import(work: Path, target: str) -> dict:
             spent.append(time.perf_counter() - t)
             return result
 
-        memory.fresh = timed_fresh
+        memory.sync = timed_fresh
         # As `kindling import FILE` does it: the bytes go in, nothing else holds them.
         report = import_bundle(memory, read_source(str(work / "bundle.json")))
     timings["index_sync_s"] = round(sum(spent), 2)

@@ -1,96 +1,33 @@
 """The public API: everything the CLI does, over the store (the truth) and the index (derived).
 
-Every write goes file first, then index, in the same call, so what was just written is found
-at once. Every read first brings the index up to date with the files.
+`Memory` is a facade: the capture rules live in kindling.capture, lookups in kindling.lookup,
+retrieval in kindling.search, bundles in kindling.bundle. Every write goes file first, then
+index, in the same call, so what was just written is found at once. Every read first brings
+the index up to date with the files; inside `batch()`, one sync serves every call.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import hashlib
 import os
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO
 
+from kindling.capture import Capture, Written, check_kinds, check_scope
 from kindling.clock import now_ms
-from kindling.errors import KindlingError, NotFoundError, ValidationError
-from kindling.model import (
-    ENTITY_TYPES,
-    OBSERVATION_KINDS,
-    PLURAL,
-    REDACTED_CONTENT,
-    SINGULAR,
-    check_id,
-    new_id,
-    scope_errors,
-    validate,
-)
-from kindling.secret_gate import json_might_hold_secret, might_hold_secret
-from kindling.store import STORE_DIRNAME, Store, default_init_root, locate
+from kindling.errors import KindlingError, ValidationError
+from kindling.lookup import Lookup
+from kindling.model import ENTITY_TYPES
+from kindling.progress import ProgressFactory
+from kindling.store import STORE_DIRNAME, Found, Store, default_init_root, locate
 
-MIN_PREFIX = 6
-
-
-class Written(NamedTuple):
-    """An entity just stored, where, and how many secrets were masked on the way in."""
-
-    entity_type: str
-    entity: dict
-    path: Path
-    masked: int = 0
-
-
-class Found(NamedTuple):
-    """An entity looked up by id or prefix, with the file it lives in."""
-
-    entity_type: str
-    entity: dict
-    path: str
-
-
-def _check_scope(scope: dict | None) -> dict:
-    scope = dict(scope or {})
-    errors = scope_errors(scope, "scope")
-    if errors:
-        raise ValidationError("; ".join(errors))
-    return scope
-
-
-# The masking patterns compile on import: text that cannot hold a secret never loads them.
-def mask_text(text: str) -> tuple[str, int]:
-    if not might_hold_secret(text):
-        return text, 0
-    from kindling.masking import mask_text as mask
-
-    return mask(text)
-
-
-def mask_json(value: object) -> tuple[object, int]:
-    if not json_might_hold_secret(value):
-        return value, 0
-    from kindling.masking import mask_json as mask
-
-    return mask(value)
-
-
-def _mask_optional(text: str | None) -> tuple[str | None, int]:
-    if text is None:
-        return None, 0
-    return mask_text(text)
-
-
-def _one_sync(method):
-    """Let every lookup in one public call share the call's first sync."""
-
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        with self._one_call():
-            return method(self, *args, **kwargs)
-
-    return wrapper
+if TYPE_CHECKING:
+    from kindling.bundle.export import ExportReport
+    from kindling.bundle.importer import ImportReport
+    from kindling.fsck import FsckReport
+    from kindling.index import Index, Problem, SyncReport
 
 
 class Memory:
@@ -100,10 +37,12 @@ class Memory:
         self, store: str | os.PathLike | None = None, *, cwd: str | os.PathLike | None = None
     ) -> None:
         self.store = Store.open(locate(store, cwd))
-        self._index = None
-        # Inside one public call, the first sync serves every lookup that follows.
-        self._call_sync = None
-        self._in_call = False
+        self._index: Index | None = None
+        # Inside batch(), the first sync serves every lookup that follows.
+        self._batch_sync: SyncReport | None = None
+        self._batch_depth = 0
+        self._lookup = Lookup(self.store, lambda: self.index, self.sync)
+        self._capture = Capture(self.store, self._lookup, self._write)
 
     @classmethod
     def init(
@@ -121,7 +60,8 @@ class Memory:
     # ------------------------------------------------------------ index plumbing
 
     @property
-    def index(self):
+    def index(self) -> Index:
+        """The store's index, opened on first use (callers outside Kindling: prefer the API)."""
         if self._index is None:
             from kindling.index import Index
 
@@ -129,6 +69,7 @@ class Memory:
         return self._index
 
     def close(self) -> None:
+        """Close the index connection."""
         if self._index is not None:
             self._index.close()
             self._index = None
@@ -139,93 +80,61 @@ class Memory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def fresh(self):
-        """Bring the index up to date with the files; returns the sync report."""
-        if self._in_call and self._call_sync is not None:
-            return self._call_sync
+    def sync(self) -> SyncReport:
+        """Bring the index up to date with the files (once per batch); the sync report."""
+        if self._batch_depth and self._batch_sync is not None:
+            return self._batch_sync
         report = self.index.sync()
-        if self._in_call:
-            self._call_sync = report
+        if self._batch_depth:
+            self._batch_sync = report
         return report
 
     @contextlib.contextmanager
-    def _one_call(self) -> Iterator[None]:
-        """Scope of one public call: lookups inside it share a single sync."""
-        if self._in_call:
-            yield
-            return
-        self._in_call = True
-        try:
-            yield
-        finally:
-            self._in_call = False
-            self._call_sync = None
+    def batch(self) -> Iterator[Memory]:
+        """Calls inside share one sync of the index: the first one's.
 
-    def _record(self, entity_type: str, path: Path, data: bytes, entity: dict) -> None:
+        Writes made inside are indexed as they happen, so they stay visible; only changes
+        made by other processes meanwhile wait for the next batch.
+        """
+        self._batch_depth += 1
+        try:
+            yield self
+        finally:
+            self._batch_depth -= 1
+            if not self._batch_depth:
+                self._batch_sync = None
+
+    def problems(self) -> list[Problem]:
+        """Files the index could not read (as of the last sync)."""
+        return self.sync().problems
+
+    def _write(self, entity_type: str, entity: dict, masked: int = 0) -> Written:
+        path, data = self.store.write(entity_type, entity)
         try:
             self.index.record(entity_type, path, data, entity)
         except (sqlite3.Error, KindlingError):
             # The file is the truth and is already written; the next sync heals the index.
             pass
-
-    def _write(self, entity_type: str, entity: dict, masked: int = 0) -> Written:
-        path, data = self.store.write(entity_type, entity)
-        self._record(entity_type, path, data, entity)
         return Written(entity_type, entity, path, masked)
 
     # ------------------------------------------------------------ lookup
 
     def resolve(self, ref: str, entity_type: str | None = None) -> Found:
         """Find an entity by full id or by a unique prefix of at least 6 characters."""
-        check_id(ref)
-        what = SINGULAR[entity_type] if entity_type else "entity"
-        # A full id is found by its path alone: no sync, no index.
-        for etype in (entity_type,) if entity_type else ENTITY_TYPES:
-            entity = self.store.load(etype, ref)
-            if entity is not None:
-                return Found(etype, entity, str(self.store.path_for(etype, ref)))
-        if len(ref) < MIN_PREFIX:
-            raise NotFoundError(
-                f"no {what} with id {ref!r} (id prefixes need {MIN_PREFIX}+ characters)"
-            )
-        self.fresh()
-        matches = [
-            m
-            for m in self.index.match_prefix(ref, limit=11)
-            if entity_type is None or m.entity_type == entity_type
-        ]
-        if not matches:
-            raise NotFoundError(f"no {what} with id or prefix {ref!r}")
-        if len(matches) > 1:
-            shown = ", ".join(f"{m.entity['id']} ({SINGULAR[m.entity_type]})" for m in matches[:10])
-            more = " and more" if len(matches) > 10 else ""
-            raise KindlingError(f"id prefix {ref!r} is ambiguous: {shown}{more}")
-        return Found(*matches[0])
+        with self.batch():
+            return self._lookup.resolve(ref, entity_type)
 
-    @_one_sync
     def get(self, ref: str) -> Found:
         """Any entity by full id (from its file) or unique prefix (from the synced index)."""
         return self.resolve(ref)
 
-    def _load_for_update(self, entity_type: str, entity_id: str) -> dict:
-        entity = self.store.load(entity_type, entity_id)
-        if entity is None:
-            raise NotFoundError(f"no {SINGULAR[entity_type]} with id {entity_id!r}")
-        return entity
-
     def open_session_capsule(self, session_id: str) -> dict | None:
         """The open session capsule of a session, when there is one."""
-        self.fresh()
-        for capsule in self.index.open_capsules(session_id):
-            if capsule["type"] == "session":
-                current = self.store.load("capsules", capsule["id"])
-                if current is not None and current["status"] == "open":
-                    return current
-        return None
+        with self.batch():
+            return self._lookup.open_session_capsule(session_id)
 
     # ------------------------------------------------------------ capture
 
-    @_one_sync
     def log(
         self,
         content: str,
@@ -237,81 +146,18 @@ class Memory:
         ts: int | None = None,
     ) -> Written:
         """Record an observation, appending it to the open capsule it belongs to."""
-        scope = _check_scope(scope)
-        if kind not in OBSERVATION_KINDS:
-            raise ValidationError(
-                f"invalid kind {kind!r}: use one of {', '.join(OBSERVATION_KINDS)}"
+        with self.batch():
+            return self._capture.log(
+                content, kind=kind, scope=scope, provenance=provenance, capsule_id=capsule_id, ts=ts
             )
-        if not isinstance(content, str) or not content.strip():
-            raise ValidationError("content must be a non-empty string")
-        if provenance is not None and not isinstance(provenance, dict):
-            raise ValidationError("provenance must be a JSON object")
-        text, masked = mask_text(content)
-        prov, masked_prov = mask_json(provenance or {})
-        observation = {
-            "id": new_id("observations"),
-            "kind": kind,
-            "content": text,
-            "provenance": prov,
-            "ts": now_ms() if ts is None else ts,
-            "scopeIds": scope,
-            "redacted": False,
-        }
-        validate("observations", observation)
-        masked += masked_prov
 
-        if capsule_id is not None:
-            target = self.resolve(capsule_id, "capsules").entity["id"]
-        elif "sessionId" in scope:
-            capsule = self.open_session_capsule(scope["sessionId"])
-            target = capsule["id"] if capsule else None
-        else:
-            target = None
-        if target is None:
-            return self._write("observations", observation, masked)
-
-        with self.store.locked("capsules", target):
-            capsule = self._load_for_update("capsules", target)
-            if capsule["status"] != "open":
-                raise KindlingError(f"capsule {target} is closed; nothing was logged")
-            written = self._write("observations", observation, masked)
-            capsule["observationIds"].append(observation["id"])
-            self._write("capsules", capsule)
-        return written
-
-    @_one_sync
     def open_capsule(
         self, intent: str, *, type: str = "session", scope: dict | None = None
     ) -> Written:
         """Open a capsule; a session may have only one open session capsule."""
-        scope = _check_scope(scope)
-        if not isinstance(intent, str) or not intent.strip():
-            raise ValidationError("intent must be a non-empty string")
-        text, masked = mask_text(intent)
-        capsule = {
-            "id": new_id("capsules"),
-            "type": type,
-            "intent": text,
-            "status": "open",
-            "openedAt": now_ms(),
-            "scopeIds": scope,
-            "observationIds": [],
-        }
-        validate("capsules", capsule)
-        session = scope.get("sessionId") if type == "session" else None
-        if session is None:
-            return self._write("capsules", capsule, masked)
-        # Serialise opens per session so two agents cannot both open one.
-        with self.store.locked("sessions", hashlib.sha256(session.encode()).hexdigest()):
-            existing = self.open_session_capsule(session)
-            if existing is not None:
-                raise KindlingError(
-                    f"session {session!r} already has an open session capsule "
-                    f"{existing['id']}; close it first"
-                )
-            return self._write("capsules", capsule, masked)
+        with self.batch():
+            return self._capture.open_capsule(intent, type=type, scope=scope)
 
-    @_one_sync
     def close_capsule(
         self,
         capsule_id: str,
@@ -321,40 +167,11 @@ class Memory:
         evidence: tuple[str, ...] | list[str] = (),
     ) -> Written:
         """Close a capsule, writing its summary first when one is given."""
-        target = self.resolve(capsule_id, "capsules").entity["id"]
-        evidence_ids = [self.resolve(ref, "observations").entity["id"] for ref in evidence]
-        evidence_ids = list(dict.fromkeys(evidence_ids))
-        if summary is None and evidence_ids:
-            raise ValidationError("--evidence needs --summary")
-        masked = 0
-        with self.store.locked("capsules", target):
-            capsule = self._load_for_update("capsules", target)
-            if capsule["status"] != "open":
-                raise KindlingError(f"capsule {target} is already closed")
-            closed_at = max(now_ms(), capsule["openedAt"])
-            capsule.update(status="closed", closedAt=closed_at)
-            summary_entity = None
-            if summary is not None:
-                if not isinstance(summary, str) or not summary.strip():
-                    raise ValidationError("summary must be a non-empty string")
-                text, masked = mask_text(summary)
-                summary_entity = {
-                    "id": new_id("summaries"),
-                    "content": text,
-                    "confidence": confidence,
-                    "evidenceRefs": evidence_ids,
-                    "capsuleId": target,
-                    "ts": closed_at,
-                    "scopeIds": dict(capsule["scopeIds"]),
-                }
-                validate("summaries", summary_entity)
-                capsule["summaryId"] = summary_entity["id"]
-            validate("capsules", capsule)
-            if summary_entity is not None:
-                self._write("summaries", summary_entity, masked)
-            return self._write("capsules", capsule, masked)
+        with self.batch():
+            return self._capture.close_capsule(
+                capsule_id, summary=summary, confidence=confidence, evidence=evidence
+            )
 
-    @_one_sync
     def pin(
         self,
         target_type: str,
@@ -365,49 +182,23 @@ class Memory:
         scope: dict | None = None,
     ) -> Written:
         """Pin an observation or summary so retrieval always returns it first."""
-        if target_type not in ("observation", "summary"):
-            raise ValidationError(f"can only pin an observation or a summary, not {target_type!r}")
-        target = self.resolve(target_id, PLURAL[target_type]).entity
-        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
-            raise ValidationError("ttl must be a positive number of milliseconds")
-        reason, masked = _mask_optional(note)
-        created = now_ms()
-        pin = {
-            "id": new_id("pins"),
-            "targetType": target_type,
-            "targetId": target["id"],
-            "reason": reason,
-            "createdAt": created,
-            "expiresAt": created + ttl if ttl is not None else None,
-            "scopeIds": _check_scope(scope) if scope else dict(target["scopeIds"]),
-        }
-        validate("pins", pin)
-        return self._write("pins", pin, masked)
+        with self.batch():
+            return self._capture.pin(target_type, target_id, note=note, ttl=ttl, scope=scope)
 
-    @_one_sync
     def unpin(self, pin_id: str) -> dict:
         """Remove a pin's file; returns the pin that was removed."""
-        found = self.resolve(pin_id, "pins")
-        path = self.store.path_for("pins", found.entity["id"])
-        self.store.remove("pins", found.entity["id"])
+        with self.batch():
+            pin, path = self._capture.unpin(pin_id)
         try:
             self.index.recheck(path)
         except (sqlite3.Error, KindlingError):
             pass  # the file is gone; the next sync drops its row
-        return found.entity
+        return pin
 
-    @_one_sync
     def forget(self, observation_id: str) -> Written:
         """Redact an observation: the record stays, its content and provenance go."""
-        target = self.resolve(observation_id, "observations").entity["id"]
-        with self.store.locked("observations", target):
-            observation = self._load_for_update("observations", target)
-            if observation["redacted"]:
-                return Written(
-                    "observations", observation, self.store.path_for("observations", target)
-                )
-            observation.update(content=REDACTED_CONTENT, provenance={}, redacted=True)
-            return self._write("observations", observation)
+        with self.batch():
+            return self._capture.forget(observation_id)
 
     # ------------------------------------------------------------ reading
 
@@ -423,13 +214,9 @@ class Memory:
         """Stored entities of one type, newest first; expired pins hidden unless asked for."""
         if entity_type not in ENTITY_TYPES:
             raise ValidationError(f"unknown entity type {entity_type!r}")
-        for k in kinds or ():
-            if k not in OBSERVATION_KINDS:
-                raise ValidationError(
-                    f"invalid kind {k!r}: use one of {', '.join(OBSERVATION_KINDS)}"
-                )
-        scope = _check_scope(scope)
-        self.fresh()
+        check_kinds(kinds)
+        scope = check_scope(scope)
+        self.sync()
         if entity_type != "pins" or include_expired:
             return self.index.entities(entity_type, scope=scope, kinds=kinds, limit=limit)
         now = now_ms()
@@ -442,7 +229,7 @@ class Memory:
 
     def status(self) -> dict[str, Any]:
         """Store path, counts by type, redacted count, open capsules and problem files."""
-        report = self.fresh()
+        report = self.sync()
         counts = self.index.counts()
         return {
             "store": str(self.store.root),
@@ -462,8 +249,8 @@ class Memory:
         *,
         scope: dict | None = None,
         include_redacted: bool = False,
-        progress=None,
-    ):
+        progress: ProgressFactory | None = None,
+    ) -> ExportReport:
         """Write a bundle to a binary stream, or atomically to a file path; an ExportReport."""
         from kindling.bundle.export import export_bundle, export_to_path
 
@@ -473,8 +260,13 @@ class Memory:
         return export_bundle(self.store, out, **options)
 
     def import_bundle(
-        self, source: bytes, *, on_conflict: str = "keep", dry_run: bool = False, progress=None
-    ):
+        self,
+        source: bytes,
+        *,
+        on_conflict: str = "keep",
+        dry_run: bool = False,
+        progress: ProgressFactory | None = None,
+    ) -> ImportReport:
         """Import a bundle's bytes: all validated before any write; an ImportReport."""
         from kindling.bundle.importer import import_bundle
 
@@ -497,7 +289,7 @@ class Memory:
         from kindling.search.retrieve import check_options, retrieve
 
         check_options(query, scope, kinds, since, max_results, max_tokens)
-        self.fresh()
+        self.sync()
         return retrieve(
             self.index,
             query,
@@ -509,11 +301,17 @@ class Memory:
             include_redacted=include_redacted,
         )
 
-    def reindex(self, full: bool = False, *, progress=None):
+    def reindex(self, full: bool = False, *, progress: ProgressFactory | None = None) -> SyncReport:
         """Walk every file and bring the index up to date, or rebuild it whole; a SyncReport."""
         if full:
             return self.index.rebuild(progress=progress)
         return self.index.sync(trust_watcher=False)
+
+    def fsck(self, *, fix: bool = False) -> FsckReport:
+        """Check every file and the index against each other; with fix, repair what is safe."""
+        from kindling.fsck import fsck
+
+        return fsck(self.store, fix=fix)
 
 
 __all__ = ["Found", "Memory", "Written"]

@@ -50,6 +50,14 @@ class Problem(NamedTuple):
     reason: str
 
 
+class Found(NamedTuple):
+    """An entity with the type it is and the path of the file it lives in."""
+
+    entity_type: str
+    entity: dict
+    path: str
+
+
 class StoredFile(NamedTuple):
     """One entity file met by a walk, with the stat data the index compares."""
 

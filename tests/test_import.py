@@ -178,9 +178,9 @@ def test_importing_the_same_bundle_twice_changes_nothing(memory, other):
 
 def test_index_is_synced_once_and_sees_the_import(other, monkeypatch):
     calls = []
-    real_fresh = other.fresh
-    monkeypatch.setattr(other, "fresh", lambda: calls.append(1) or real_fresh())
-    monkeypatch.setattr(other, "_record", lambda *a: pytest.fail("indexed file by file"))
+    real_sync = other.sync
+    monkeypatch.setattr(other, "sync", lambda: calls.append(1) or real_sync())
+    monkeypatch.setattr(other, "_write", lambda *a: pytest.fail("indexed file by file"))
     import_bundle(other, EXAMPLE.read_bytes())
     assert calls == [1]
     monkeypatch.undo()

@@ -321,5 +321,5 @@ def import_bundle(
     decisions = apply_plan(memory.store, decisions, on_conflict=on_conflict, progress=stage)
     report = ImportReport.from_decisions(decisions, dry_run=dry_run, on_conflict=on_conflict)
     del decisions  # the index sync reads the files back; the bundle need not stay in memory
-    memory.fresh()
+    memory.sync()
     return report

@@ -11,6 +11,6 @@ Modules, in the order they depend on each other:
 """
 
 from kindling.index.db import Index
-from kindling.index.schema import FileRead, Indexed, Problem, RankKey, SyncReport
+from kindling.index.schema import FileRead, Problem, RankKey, SyncReport
 
-__all__ = ["FileRead", "Index", "Indexed", "Problem", "RankKey", "SyncReport"]
+__all__ = ["FileRead", "Index", "Problem", "RankKey", "SyncReport"]

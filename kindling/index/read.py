@@ -13,8 +13,9 @@ import orjson
 
 from kindling.index import schema
 from kindling.index.scan import ObjectPaths
-from kindling.index.schema import Indexed, Problem, RankKey
+from kindling.index.schema import Problem, RankKey
 from kindling.model import ENTITY_TYPES
+from kindling.store import Found
 
 
 def problem_files(conn: sqlite3.Connection, paths: ObjectPaths) -> list[Problem]:
@@ -29,10 +30,10 @@ class IndexReader:
     conn: sqlite3.Connection
     paths: ObjectPaths
 
-    def _indexed(self, row: tuple) -> Indexed:
-        return Indexed(row[0], orjson.loads(row[1]), self.paths.abspath(row[2]))
+    def _indexed(self, row: tuple) -> Found:
+        return Found(row[0], orjson.loads(row[1]), self.paths.abspath(row[2]))
 
-    def get(self, entity_id: str, entity_type: str | None = None) -> Indexed | None:
+    def get(self, entity_id: str, entity_type: str | None = None) -> Found | None:
         """The entity with this exact id (of any type when none is given), or None."""
         sql = (
             "SELECT e.type, e.json, f.path FROM entities e JOIN files f ON f.id = e.rowid "
@@ -46,7 +47,7 @@ class IndexReader:
         row = self.conn.execute(sql, params).fetchone()
         return self._indexed(row) if row else None
 
-    def match_prefix(self, prefix: str, limit: int = 10) -> list[Indexed]:
+    def match_prefix(self, prefix: str, limit: int = 10) -> list[Found]:
         """Entities (any type) whose id starts with `prefix`, by id."""
         if not prefix:
             return []

@@ -38,14 +38,6 @@ class SyncReport:
         }
 
 
-class Indexed(NamedTuple):
-    """An entity found in the index, with the path of the file it came from."""
-
-    entity_type: str
-    entity: dict
-    path: str
-
-
 class RankKey(NamedTuple):
     """How `Index.match` orders hits: weight * normalised bm25 + weight * recency at `now`."""
 

@@ -1,0 +1,264 @@
+"""The capture rules: what logging, capsules, pins and forgetting do to the files.
+
+- an observation logged with a session joins that session's open capsule;
+- a session has at most one open session capsule (opens are serialised per session);
+- a capsule closes once, writing its summary first;
+- a pin points at an observation or a summary and may expire;
+- forgetting keeps the record and drops its content and provenance.
+
+Every text that reaches a file is masked first. Writes go through `write`, which stores the
+file and then indexes it, so what was just written is found at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
+
+from kindling.clock import now_ms
+from kindling.errors import KindlingError, ValidationError
+from kindling.lookup import Lookup
+from kindling.model import (
+    OBSERVATION_KINDS,
+    PLURAL,
+    REDACTED_CONTENT,
+    new_id,
+    scope_errors,
+    validate,
+)
+from kindling.secret_gate import json_might_hold_secret, might_hold_secret
+from kindling.store import Store
+
+
+class Written(NamedTuple):
+    """An entity just stored, where, and how many secrets were masked on the way in."""
+
+    entity_type: str
+    entity: dict
+    path: Path
+    masked: int = 0
+
+
+Write = Callable[[str, dict, int], Written]
+
+
+def check_scope(scope: dict | None) -> dict:
+    """A copy of `scope` after checking its keys and values; a ValidationError otherwise."""
+    scope = dict(scope or {})
+    errors = scope_errors(scope, "scope")
+    if errors:
+        raise ValidationError("; ".join(errors))
+    return scope
+
+
+def check_kinds(kinds) -> None:
+    """Raise for any observation kind that is not one of the spec's."""
+    for kind in kinds or ():
+        if kind not in OBSERVATION_KINDS:
+            raise ValidationError(
+                f"invalid kind {kind!r}: use one of {', '.join(OBSERVATION_KINDS)}"
+            )
+
+
+# The masking patterns compile on import: text that cannot hold a secret never loads them.
+def mask_text(text: str) -> tuple[str, int]:
+    """`text` with secrets masked, and how many were."""
+    if not might_hold_secret(text):
+        return text, 0
+    from kindling.masking import mask_text as mask
+
+    return mask(text)
+
+
+def mask_json(value: object) -> tuple[object, int]:
+    """A JSON value with secrets masked at any depth, and how many were."""
+    if not json_might_hold_secret(value):
+        return value, 0
+    from kindling.masking import mask_json as mask
+
+    return mask(value)
+
+
+def _non_empty(value: object, what: str) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(f"{what} must be a non-empty string")
+
+
+class Capture:
+    """The capture rules over one store."""
+
+    def __init__(self, store: Store, lookup: Lookup, write: Write) -> None:
+        self.store = store
+        self.lookup = lookup
+        self.write = write
+
+    def log(
+        self,
+        content: str,
+        *,
+        kind: str = "message",
+        scope: dict | None = None,
+        provenance: dict | None = None,
+        capsule_id: str | None = None,
+        ts: int | None = None,
+    ) -> Written:
+        """Record an observation, appending it to the open capsule it belongs to."""
+        scope = check_scope(scope)
+        check_kinds([kind])
+        _non_empty(content, "content")
+        if provenance is not None and not isinstance(provenance, dict):
+            raise ValidationError("provenance must be a JSON object")
+        text, masked = mask_text(content)
+        prov, masked_prov = mask_json(provenance or {})
+        observation = {
+            "id": new_id("observations"),
+            "kind": kind,
+            "content": text,
+            "provenance": prov,
+            "ts": now_ms() if ts is None else ts,
+            "scopeIds": scope,
+            "redacted": False,
+        }
+        validate("observations", observation)
+        masked += masked_prov
+
+        if capsule_id is not None:
+            target = self.lookup.resolve(capsule_id, "capsules").entity["id"]
+        elif "sessionId" in scope:
+            capsule = self.lookup.open_session_capsule(scope["sessionId"])
+            target = capsule["id"] if capsule else None
+        else:
+            target = None
+        if target is None:
+            return self.write("observations", observation, masked)
+
+        with self.store.locked("capsules", target):
+            capsule = self.lookup.load_for_update("capsules", target)
+            if capsule["status"] != "open":
+                raise KindlingError(f"capsule {target} is closed; nothing was logged")
+            written = self.write("observations", observation, masked)
+            capsule["observationIds"].append(observation["id"])
+            self.write("capsules", capsule, 0)
+        return written
+
+    def open_capsule(
+        self, intent: str, *, type: str = "session", scope: dict | None = None
+    ) -> Written:
+        """Open a capsule; a session may have only one open session capsule."""
+        scope = check_scope(scope)
+        _non_empty(intent, "intent")
+        text, masked = mask_text(intent)
+        capsule = {
+            "id": new_id("capsules"),
+            "type": type,
+            "intent": text,
+            "status": "open",
+            "openedAt": now_ms(),
+            "scopeIds": scope,
+            "observationIds": [],
+        }
+        validate("capsules", capsule)
+        session = scope.get("sessionId") if type == "session" else None
+        if session is None:
+            return self.write("capsules", capsule, masked)
+        # Serialise opens per session so two agents cannot both open one.
+        with self.store.locked("sessions", hashlib.sha256(session.encode()).hexdigest()):
+            existing = self.lookup.open_session_capsule(session)
+            if existing is not None:
+                raise KindlingError(
+                    f"session {session!r} already has an open session capsule "
+                    f"{existing['id']}; close it first"
+                )
+            return self.write("capsules", capsule, masked)
+
+    def close_capsule(
+        self,
+        capsule_id: str,
+        *,
+        summary: str | None = None,
+        confidence: float = 1.0,
+        evidence: tuple[str, ...] | list[str] = (),
+    ) -> Written:
+        """Close a capsule, writing its summary first when one is given."""
+        target = self.lookup.resolve(capsule_id, "capsules").entity["id"]
+        evidence_ids = [self.lookup.resolve(ref, "observations").entity["id"] for ref in evidence]
+        evidence_ids = list(dict.fromkeys(evidence_ids))
+        if summary is None and evidence_ids:
+            raise ValidationError("--evidence needs --summary")
+        if summary is not None:
+            _non_empty(summary, "summary")
+        masked = 0
+        with self.store.locked("capsules", target):
+            capsule = self.lookup.load_for_update("capsules", target)
+            if capsule["status"] != "open":
+                raise KindlingError(f"capsule {target} is already closed")
+            closed_at = max(now_ms(), capsule["openedAt"])
+            capsule.update(status="closed", closedAt=closed_at)
+            summary_entity = None
+            if summary is not None:
+                text, masked = mask_text(summary)
+                summary_entity = {
+                    "id": new_id("summaries"),
+                    "content": text,
+                    "confidence": confidence,
+                    "evidenceRefs": evidence_ids,
+                    "capsuleId": target,
+                    "ts": closed_at,
+                    "scopeIds": dict(capsule["scopeIds"]),
+                }
+                validate("summaries", summary_entity)
+                capsule["summaryId"] = summary_entity["id"]
+            validate("capsules", capsule)
+            if summary_entity is not None:
+                self.write("summaries", summary_entity, masked)
+            return self.write("capsules", capsule, masked)
+
+    def pin(
+        self,
+        target_type: str,
+        target_id: str,
+        *,
+        note: str | None = None,
+        ttl: int | None = None,
+        scope: dict | None = None,
+    ) -> Written:
+        """Pin an observation or summary so retrieval always returns it first."""
+        if target_type not in ("observation", "summary"):
+            raise ValidationError(f"can only pin an observation or a summary, not {target_type!r}")
+        target = self.lookup.resolve(target_id, PLURAL[target_type]).entity
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
+            raise ValidationError("ttl must be a positive number of milliseconds")
+        reason, masked = mask_text(note) if note is not None else (None, 0)
+        created = now_ms()
+        pin = {
+            "id": new_id("pins"),
+            "targetType": target_type,
+            "targetId": target["id"],
+            "reason": reason,
+            "createdAt": created,
+            "expiresAt": created + ttl if ttl is not None else None,
+            "scopeIds": check_scope(scope) if scope else dict(target["scopeIds"]),
+        }
+        validate("pins", pin)
+        return self.write("pins", pin, masked)
+
+    def unpin(self, pin_id: str) -> tuple[dict, Path]:
+        """Remove a pin's file; returns the pin that was removed and where it was."""
+        found = self.lookup.resolve(pin_id, "pins")
+        path = self.store.path_for("pins", found.entity["id"])
+        self.store.remove("pins", found.entity["id"])
+        return found.entity, path
+
+    def forget(self, observation_id: str) -> Written:
+        """Redact an observation: the record stays, its content and provenance go."""
+        target = self.lookup.resolve(observation_id, "observations").entity["id"]
+        with self.store.locked("observations", target):
+            observation = self.lookup.load_for_update("observations", target)
+            if observation["redacted"]:
+                return Written(
+                    "observations", observation, self.store.path_for("observations", target)
+                )
+            observation.update(content=REDACTED_CONTENT, provenance={}, redacted=True)
+            return self.write("observations", observation, 0)
