@@ -19,7 +19,7 @@ from kindling.store import TEMP_SUFFIX, Store
 
 STALE_TEMP_SECONDS = 3600
 
-# Problem kinds, in the order a report lists them.
+# Finding kinds, in the order a report lists them.
 CHECKS = (
     "conflict",
     "parse",
@@ -32,10 +32,12 @@ CHECKS = (
     "temp",
     "index",
 )
+# The kinds `fsck --fix` repairs.
+FIXABLE = ("noncanonical", "misplaced", "temp", "index")
 
 
 @dataclass
-class Problem:
+class Finding:
     """One thing wrong: the store-relative path, which check found it, why, and any repair."""
 
     path: str
@@ -53,7 +55,7 @@ class FsckReport:
 
     store: Path
     checked: int = 0
-    problems: list[Problem] = field(default_factory=list)
+    problems: list[Finding] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -96,7 +98,7 @@ class _Checker:
         self.entities: list[_Entity] = []
 
     def problem(self, rel: str, check: str, reason: str, fixed: str | None = None) -> None:
-        self.report.problems.append(Problem(rel, check, reason, fixed))
+        self.report.problems.append(Finding(rel, check, reason, fixed))
 
     def rel(self, path: Path) -> str:
         return display(path.relative_to(self.store.root).as_posix())
@@ -310,7 +312,7 @@ def fsck(
     return checker.report
 
 
-def index_problems(store: Store, *, fix: bool = False) -> list[Problem]:
+def index_problems(store: Store, *, fix: bool = False) -> list[Finding]:
     """Ways the derived index disagrees with the files (none when there is no index yet)."""
     if not store.index_path.exists():
         return []  # built from the files on first use; nothing to disagree yet
@@ -325,19 +327,19 @@ def index_problems(store: Store, *, fix: bool = False) -> list[Problem]:
         # A stale index is routine (a checkout, a merge): every read syncs it, so does fsck.
         # What a sync leaves wrong is damage.
         index.sync()
-        found = [Problem(_display_rel(store, p.path), "index", p.reason) for p in index.verify()]
+        found = [Finding(_display_rel(store, p.path), "index", p.reason) for p in index.verify()]
         if found and fix:
             index.rebuild()
             left = index.verify()
             for problem in found:
                 problem.fixed = None if left else "index rebuilt from the files"
             found.extend(
-                Problem(_display_rel(store, p.path), "index", f"{p.reason} (after a rebuild)")
+                Finding(_display_rel(store, p.path), "index", f"{p.reason} (after a rebuild)")
                 for p in left
             )
         return found
     except (sqlite3.Error, OSError) as exc:
-        problem = Problem(rel, "index", f"index cannot be read: {exc}")
+        problem = Finding(rel, "index", f"index cannot be read: {exc}")
         if fix:
             try:
                 if index is not None:

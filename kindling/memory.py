@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from kindling.bundle.export import ExportReport
     from kindling.bundle.importer import ImportReport
     from kindling.fsck import FsckReport
+    from kindling.git.resolve import ResolveReport
     from kindling.index import Index, Problem, SyncReport
 
 
@@ -41,6 +42,7 @@ class Memory:
         # Inside batch(), the first sync serves every lookup that follows.
         self._batch_sync: SyncReport | None = None
         self._batch_depth = 0
+        self._last_sync: SyncReport | None = None
         self._lookup = Lookup(self.store, lambda: self.index, self.sync)
         self._capture = Capture(self.store, self._lookup, self._write)
 
@@ -85,6 +87,7 @@ class Memory:
         if self._batch_depth and self._batch_sync is not None:
             return self._batch_sync
         report = self.index.sync()
+        self._last_sync = report
         if self._batch_depth:
             self._batch_sync = report
         return report
@@ -105,8 +108,9 @@ class Memory:
                 self._batch_sync = None
 
     def problems(self) -> list[Problem]:
-        """Files the index could not read (as of the last sync)."""
-        return self.sync().problems
+        """Files the index could not read, as of this object's last sync (syncing if none)."""
+        report = self._last_sync if self._last_sync is not None else self.sync()
+        return report.problems
 
     def _write(self, entity_type: str, entity: dict, masked: int = 0) -> Written:
         path, data = self.store.write(entity_type, entity)
@@ -304,14 +308,48 @@ class Memory:
     def reindex(self, full: bool = False, *, progress: ProgressFactory | None = None) -> SyncReport:
         """Walk every file and bring the index up to date, or rebuild it whole; a SyncReport."""
         if full:
-            return self.index.rebuild(progress=progress)
-        return self.index.sync(trust_watcher=False)
+            report = self.index.rebuild(progress=progress)
+        else:
+            report = self.index.sync(trust_watcher=False)
+        self._last_sync = report
+        return report
+
+    # ------------------------------------------------------------ upkeep
 
     def fsck(self, *, fix: bool = False) -> FsckReport:
         """Check every file and the index against each other; with fix, repair what is safe."""
         from kindling.fsck import fsck
 
+        self.close()  # fsck may replace the index file
         return fsck(self.store, fix=fix)
+
+    def git_setup(self, command: str | None = None) -> list[str]:
+        """Route this store's entity files to the Kindling merge driver; what was done."""
+        from kindling.git.setup import DRIVER_COMMAND, git_setup
+
+        return git_setup(self.store.root, command or DRIVER_COMMAND)
+
+    def resolve_conflicts(self, ids: Iterable[str] = ()) -> ResolveReport:
+        """Settle conflicted entity files of a pending git merge (all, or these ids)."""
+        from kindling.git.resolve import resolve_conflicts
+
+        return resolve_conflicts(self.store.root, ids)
+
+    def watch(
+        self,
+        *,
+        debounce_ms: int,
+        reconcile_every: float,
+        on_event: Callable[[dict], None],
+    ) -> None:
+        """Keep the index current as files change, until SIGINT or SIGTERM."""
+        from kindling.watch.watcher import Watcher, run_until_signalled
+
+        self.close()
+        watcher = Watcher(
+            self.store, debounce_ms=debounce_ms, reconcile_every=reconcile_every, on_event=on_event
+        )
+        run_until_signalled(watcher)
 
 
 __all__ = ["Found", "Memory", "Written"]

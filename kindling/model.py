@@ -27,7 +27,15 @@ OBSERVATION_KINDS = (
 CAPSULE_TYPES = ("session", "pocketflow_node")
 CAPSULE_STATUSES = ("open", "closed")
 PIN_TARGET_TYPES = ("observation", "summary")
-SCOPE_KEYS = ("sessionId", "repoId", "agentId", "userId", "taskId")
+# scopeIds key -> its short name (the CLI option and the index column).
+SCOPE_NAMES = {
+    "sessionId": "session",
+    "repoId": "repo",
+    "agentId": "agent",
+    "userId": "user",
+    "taskId": "task",
+}
+SCOPE_KEYS = tuple(SCOPE_NAMES)
 REDACTED_CONTENT = "[redacted]"
 
 # Folder name under objects/ for each entity type, in the order a walk visits them.

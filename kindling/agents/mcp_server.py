@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from kindling import __version__
 from kindling.errors import KindlingError
-from kindling.model import CAPSULE_TYPES, OBSERVATION_KINDS, SINGULAR
+from kindling.model import CAPSULE_TYPES, OBSERVATION_KINDS, SCOPE_KEYS, SINGULAR
 
 INSTALL_HINT = "kindling mcp needs the MCP SDK: install kindling[mcp] (pip install 'kindling[mcp]')"
 
@@ -42,15 +42,10 @@ def build_server(memory):
     """An MCPServer whose tools call `memory` (a kindling.Memory)."""
     MCPServer, ToolError, Field, TypedDict, ConfigDict, with_config = _sdk()
 
-    @with_config(ConfigDict(extra="forbid"))
-    class ScopeIds(TypedDict, total=False):
-        """Scope of an entity: any of the five ids."""
-
-        sessionId: str
-        repoId: str
-        agentId: str
-        userId: str
-        taskId: str
+    # Scope of an entity: any of the five ids.
+    ScopeIds = with_config(ConfigDict(extra="forbid"))(
+        TypedDict("ScopeIds", {key: str for key in SCOPE_KEYS}, total=False)  # noqa: UP013
+    )
 
     Scope = Annotated[
         ScopeIds | None, Field(description='Scope ids, e.g. {"sessionId": "s1", "repoId": "app"}')

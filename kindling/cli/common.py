@@ -11,17 +11,10 @@ from typing import Any
 import click
 
 from kindling import canonical
-from kindling.model import OBSERVATION_KINDS, SCOPE_KEYS
+from kindling.model import OBSERVATION_KINDS, SCOPE_NAMES
 
 # option name -> scopeIds key
-SCOPE_OPTIONS = {
-    "session": "sessionId",
-    "repo": "repoId",
-    "agent": "agentId",
-    "user": "userId",
-    "task": "taskId",
-}
-assert set(SCOPE_OPTIONS.values()) == set(SCOPE_KEYS)
+SCOPE_OPTIONS = {name: key for key, name in SCOPE_NAMES.items()}
 
 
 def scope_options(func):

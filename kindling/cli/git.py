@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from kindling.cli.common import echo_json, open_memory
+
 
 @click.command("merge-driver")
 @click.argument("base", type=click.Path(dir_okay=False))
@@ -80,9 +82,7 @@ def resolve_cmd(ctx: click.Context, ids: tuple[str, ...]) -> None:
       git merge other-branch   # conflicts in .kindling/objects/...
       kindling resolve
     """
-    from kindling.git.setup import resolve_conflicts
-
-    report = resolve_conflicts(_store(ctx).root, ids)
+    report = open_memory(ctx).resolve_conflicts(ids)
     for line in report.lines:
         click.echo(line)
     if not report.ok:
@@ -107,9 +107,7 @@ def git_setup_cmd(ctx: click.Context, command: str | None) -> None:
     Example:
       kindling git-setup
     """
-    from kindling.git.setup import DRIVER_COMMAND, git_setup
-
-    for line in git_setup(_store(ctx).root, command or DRIVER_COMMAND):
+    for line in open_memory(ctx).git_setup(command):
         click.echo(line)
 
 
@@ -128,10 +126,9 @@ def fsck_cmd(ctx: click.Context, fix: bool, json_: bool) -> None:
       kindling fsck
       kindling fsck --fix --json
     """
-    from kindling.cli.common import echo_json
-    from kindling.fsck import fsck
+    from kindling.fsck import FIXABLE
 
-    report = fsck(_store(ctx), fix=fix)
+    report = open_memory(ctx).fsck(fix=fix)
     if json_:
         echo_json(report.as_dict())
     else:
@@ -154,13 +151,3 @@ def fsck_cmd(ctx: click.Context, fix: bool, json_: bool) -> None:
         click.echo(summary)
     if not report.ok:
         ctx.exit(1)
-
-
-FIXABLE = ("noncanonical", "misplaced", "temp", "index")
-
-
-def _store(ctx: click.Context):
-    from kindling.store import Store, locate
-
-    obj = ctx.find_root().obj or {}
-    return Store.open(locate(obj.get("store")))

@@ -65,7 +65,7 @@ def list_cmd(ctx, entity_type, kinds, limit, include_expired, json_, **scope_kwa
         limit=limit,
         include_expired=include_expired,
     )
-    problems_notice(memory.index.problems())
+    problems_notice(memory.problems())
     if json_:
         echo_json(items)
         return

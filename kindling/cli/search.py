@@ -63,7 +63,7 @@ def search_cmd(ctx, query, kinds, since, max_results, max_tokens, json_, **scope
         max_results=max_results,
         max_tokens=max_tokens,
     )
-    problems_notice(memory.index.problems())
+    problems_notice(memory.problems())
     if json_:
         echo_json(result)
     else:

@@ -6,7 +6,7 @@ import datetime as dt
 
 import click
 
-from kindling.cli.common import json_option
+from kindling.cli.common import json_option, open_memory
 from kindling.watch.watcher import DEFAULT_DEBOUNCE_MS, DEFAULT_RECONCILE_S
 
 
@@ -43,15 +43,9 @@ def watch_cmd(ctx: click.Context, debounce_ms: int, reconcile_every: float, json
       kindling watch
       kindling watch --debounce 100 --json
     """
-    from kindling.store import Store, locate
-    from kindling.watch.watcher import Watcher, run_until_signalled
-
-    store = Store.open(locate(ctx.find_root().obj["store"]))
     show = _print_json if json_ else _print_text
-    watcher = Watcher(
-        store, debounce_ms=debounce_ms, reconcile_every=reconcile_every, on_event=show
-    )
-    run_until_signalled(watcher)
+    memory = open_memory(ctx)
+    memory.watch(debounce_ms=debounce_ms, reconcile_every=reconcile_every, on_event=show)
 
 
 def _print_json(event: dict) -> None:

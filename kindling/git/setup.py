@@ -1,13 +1,11 @@
-"""Living in git: the store's .gitattributes, the merge driver's registration, and the git
-plumbing `kindling resolve` needs (unmerged entity files and their index stages)."""
+"""Living in git: finding the repository, the store's .gitattributes and the merge driver's
+registration."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
 
 from kindling.errors import KindlingError
 
@@ -136,116 +134,3 @@ def git_setup(store_root: str | os.PathLike, command: str = DRIVER_COMMAND) -> l
 
 
 # ---------------------------------------------------------------- unmerged entries
-
-
-class Unmerged(NamedTuple):
-    """One path git left unmerged, with the blob of each stage (None when the stage is absent)."""
-
-    path: str  # relative to the repo top, as git names it
-    base: bytes | None
-    ours: bytes | None
-    theirs: bytes | None
-
-
-def unmerged_paths(top: Path, pathspec: str) -> dict[str, dict[int, str]]:
-    """path -> {stage: blob sha} for every unmerged path under `pathspec` (repo-relative)."""
-    out = git(top, "ls-files", "-u", "-z", "--full-name", "--", f":(literal){pathspec}")
-    entries: dict[str, dict[int, str]] = {}
-    for record in out.split(b"\0"):
-        if not record:
-            continue
-        meta, _, name = record.partition(b"\t")
-        parts = meta.split()
-        if len(parts) != 3:
-            continue
-        _mode, sha, stage = parts
-        path = name.decode("utf-8", "surrogateescape")
-        entries.setdefault(path, {})[int(stage)] = sha.decode()
-    return entries
-
-
-def read_stages(top: Path, path: str, shas: dict[int, str]) -> Unmerged:
-    """The three versions of an unmerged path from git's index stages 1, 2 and 3."""
-
-    def blob(stage: int) -> bytes | None:
-        sha = shas.get(stage)
-        return git(top, "cat-file", "blob", sha) if sha else None
-
-    return Unmerged(path, blob(1), blob(2), blob(3))
-
-
-def stage_file(top: Path, path: str) -> None:
-    """`git add` one repo-relative path, marking its conflict resolved."""
-    git(top, "add", "--", f":(literal){path}")
-
-
-class ResolveReport(NamedTuple):
-    """What `kindling resolve` did: one line per file, and whether nothing is left."""
-
-    resolved: list[str]
-    unresolved: list[str]
-    lines: list[str]
-
-    @property
-    def ok(self) -> bool:
-        return not self.unresolved
-
-
-def resolve_conflicts(store_root: str | os.PathLike, ids: Iterable[str] = ()) -> ResolveReport:
-    """Merge each conflicted entity file from git's index stages, write and `git add` it."""
-    from kindling.git.merge import merge_files
-    from kindling.store import Store
-
-    root = Path(store_root)
-    wanted = list(ids)
-    for ref in wanted:
-        if not ref.strip():
-            raise KindlingError("an empty id matches nothing; give ids or prefixes, or none at all")
-    top = require_repo(root)
-    try:
-        pathspec = os.path.relpath(root.resolve() / "objects", top.resolve())
-    except ValueError:
-        raise KindlingError(f"{root} is not inside the git work tree {top}") from None
-    if pathspec.startswith(".."):
-        raise KindlingError(f"{root} is not inside the git work tree {top}")
-    entries = unmerged_paths(top, pathspec.replace(os.sep, "/"))
-    chosen = {
-        path: shas
-        for path, shas in entries.items()
-        if not wanted or any(_entity_stem(path).startswith(ref) for ref in wanted)
-    }
-    resolved: list[str] = []
-    unresolved: list[str] = []
-    lines: list[str] = []
-    for ref in wanted:
-        if not any(_entity_stem(path).startswith(ref) for path in entries):
-            unresolved.append(ref)
-            lines.append(f"{ref}: no conflicted entity file has this id")
-    if not chosen and not wanted:
-        lines.append("no conflicted entity files")
-    writer = Store(root)
-    for path in sorted(chosen):
-        stages = read_stages(top, path, chosen[path])
-        if stages.ours is None or stages.theirs is None:
-            gone = "ours" if stages.ours is None else "theirs"
-            unresolved.append(path)
-            lines.append(
-                f"needs a human: {path}: deleted on {gone}, changed on the other side "
-                "(`git add` it to keep it, `git rm` it to drop it)"
-            )
-            continue
-        result = merge_files(stages.base, stages.ours, stages.theirs, path=path)
-        if not result.clean:
-            unresolved.append(path)
-            lines.append(f"needs a human: {path}: {', '.join(result.conflicts)}")
-            continue
-        writer.write_file(top / path, result.data)
-        stage_file(top, path)
-        resolved.append(path)
-        lines.append(f"resolved {path}")
-    return ResolveReport(resolved, unresolved, lines)
-
-
-def _entity_stem(path: str) -> str:
-    name = path.rsplit("/", 1)[-1]
-    return name[: -len(".json")] if name.endswith(".json") else name

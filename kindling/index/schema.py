@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kindling import canonical
-from kindling.model import ENTITY_TYPES
+from kindling.model import ENTITY_TYPES, SCOPE_NAMES
 from kindling.store import (
     Problem,  # noqa: F401 - part of the index API
     fanout,
@@ -132,13 +132,7 @@ CREATE INDEX entities_by_time ON entities(type, time DESC, id);
 CREATE INDEX files_with_problems ON files(path) WHERE problem IS NOT NULL;
 """
 
-SCOPE_COLUMNS = {
-    "sessionId": "session",
-    "repoId": "repo",
-    "agentId": "agent",
-    "userId": "user",
-    "taskId": "task",
-}
+SCOPE_COLUMNS = SCOPE_NAMES  # scopeIds key -> column
 
 ENTITY_COLUMNS = (
     "rowid, type, id, time, kind, status, redacted, session, repo, agent, user, task, "
