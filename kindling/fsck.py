@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kindling import canonical
+from kindling.fileio import is_temp_name
 from kindling.model import ENTITY_TYPES, SINGULAR, entity_errors
-from kindling.store import TEMP_SUFFIX, Store
+from kindling.store import Store
 
 STALE_TEMP_SECONDS = 3600
 
@@ -82,11 +83,6 @@ def display(path: str | os.PathLike) -> str:
     """A path made printable and JSON-safe whatever bytes its name holds."""
     raw = os.fsencode(path)
     return raw.decode("utf-8", "backslashreplace")
-
-
-def is_temp_name(name: str) -> bool:
-    """True for the `.<name>.<pid>.<rand>.tmp` files atomic writes leave while they run."""
-    return name.startswith(".") and name.endswith(TEMP_SUFFIX)
 
 
 class _Checker:

@@ -19,17 +19,17 @@ import os
 import stat as stat_module
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import NamedTuple
 
 from kindling import canonical
 from kindling.errors import CorruptFileError, KindlingError
+from kindling.fileio import atomic_output, fsync_dir, is_entity_name
 from kindling.model import ENTITY_TYPES, check_id, validate
 
 STORE_DIRNAME = ".kindling"
 FORMAT_VERSION = 1
 CONFIG_NAME = "config.json"
 INDEX_NAME = "index.sqlite"
-TEMP_SUFFIX = ".tmp"
 LOCKS_DIRNAME = "locks"
 
 GITIGNORE = """\
@@ -226,8 +226,7 @@ class Store:
                         continue
                     with os.scandir(bucket.path) as files:
                         for entry in files:
-                            name = entry.name
-                            if not name.endswith(".json") or name.startswith("."):
+                            if not is_entity_name(entry.name):
                                 continue
                             st = entry.stat(follow_symlinks=False)
                             if stat_module.S_ISREG(st.st_mode):
@@ -255,7 +254,7 @@ class Store:
             path.unlink()
         except FileNotFoundError:
             return False
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
         return True
 
     def sync_to_disk(self) -> None:
@@ -274,48 +273,3 @@ class Store:
             yield
         finally:
             os.close(fd)
-
-
-@contextlib.contextmanager
-def atomic_output(path: str | os.PathLike, *, durable: bool = True) -> Iterator[BinaryIO]:
-    """A binary stream that becomes `path` whole on success and leaves no trace on failure.
-
-    Written to a temp file in the same directory (`.<name>.<pid>.<hex>.tmp`, ignored by every
-    walk), flushed (+ fsync), then renamed over `path`.
-    """
-    folder = os.path.dirname(path)
-    tmp = os.path.join(
-        folder, f".{os.path.basename(path)}.{os.getpid()}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
-    )
-    try:
-        fh = open(tmp, "xb")
-    except FileNotFoundError:
-        # First file in this fan-out folder: create it (checked only on a miss).
-        os.makedirs(folder, exist_ok=True)
-        fh = open(tmp, "xb")
-    try:
-        with fh:
-            yield fh
-            fh.flush()
-            if durable:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    if durable:
-        _fsync_dir(folder or ".")
-
-
-def _fsync_dir(path: str | os.PathLike) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

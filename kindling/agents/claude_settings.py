@@ -13,6 +13,7 @@ from typing import Any
 
 from kindling.agents.hooks import EVENTS, TOOL_EVENTS
 from kindling.errors import KindlingError
+from kindling.fileio import write_atomic
 
 SETTINGS_PATH = Path(".claude") / "settings.json"
 
@@ -82,12 +83,8 @@ def install_claude_code_hooks(project_dir: str | os.PathLike, *, command: str = 
     if merged == settings and path.exists():
         return path
     data = (json.dumps(merged, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+        write_atomic(path, data)
+    except OSError as exc:
+        raise KindlingError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path

@@ -18,6 +18,7 @@ from kindling import canonical
 from kindling.bundle.format import BUNDLE_VERSION, DATASET_VERSION, DESCRIPTION, iso_utc
 from kindling.clock import now_ms
 from kindling.errors import CorruptFileError, ValidationError
+from kindling.fileio import atomic_output
 from kindling.model import (
     ENTITY_TYPES,
     SINGULAR,
@@ -26,7 +27,7 @@ from kindling.model import (
     scope_errors,
     scope_matches,
 )
-from kindling.store import Problem, Store, atomic_output, fanout
+from kindling.store import Problem, Store, fanout
 
 
 class ExportReport(NamedTuple):

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import click
 
 from kindling.cli.common import echo_json, open_memory
+from kindling.fileio import write_atomic
 
 
 @click.command("merge-driver")
@@ -44,7 +44,7 @@ def merge_driver_cmd(base: str, ours: str, theirs: str, path: str | None, marker
         data = conflict_bytes(sides[1], sides[2], marker_size=marker_size)
         clean, conflicts = False, [f"<{type(exc).__name__}>"]
     try:
-        _replace(Path(ours), data)
+        write_atomic(Path(ours), data)
     except OSError as exc:
         click.echo(f"kindling merge-driver: cannot write {ours}: {exc.strerror or exc}", err=True)
         sys.exit(1)
@@ -55,17 +55,6 @@ def merge_driver_cmd(base: str, ours: str, theirs: str, path: str | None, marker
             err=True,
         )
         sys.exit(1)
-
-
-def _replace(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 @click.command("resolve")

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 from kindling.errors import KindlingError
+from kindling.fileio import write_atomic
 
 DRIVER_NAME = "kindling"
 DRIVER_DESCRIPTION = "Kindling field-level merge of memory files"
@@ -89,13 +90,9 @@ def install_gitattributes(store_root: str | os.PathLike) -> bool:
     else:
         # Keep whatever the user put there; append our rule (later lines win in git).
         text = current + ("" if current.endswith("\n") or not current else "\n") + GITATTRIBUTES
-    tmp = path.with_name(f".gitattributes.{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8", newline="\n")
-        os.replace(tmp, path)
+        write_atomic(path, text.encode("utf-8"))
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise KindlingError(f"cannot write {path}: {exc.strerror or exc}") from None
     return True
 

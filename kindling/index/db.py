@@ -21,6 +21,7 @@ from pathlib import Path
 import orjson
 
 from kindling.errors import KindlingError
+from kindling.fileio import inode_of
 from kindling.index import handoff, schema
 from kindling.index.read import IndexReader
 from kindling.index.scan import ObjectPaths, read_file_at
@@ -85,7 +86,7 @@ class Index(IndexReader):
                     raise
                 self._discard_file()
                 version = self._connect(str(self.path))
-            self._ino = self._file_ino()
+            self._ino = inode_of(self.path)
         except (OSError, sqlite3.OperationalError) as exc:
             if isinstance(exc, sqlite3.OperationalError) and _is_locked(exc):
                 raise KindlingError(_BUSY_MESSAGE) from None
@@ -101,15 +102,9 @@ class Index(IndexReader):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(f"{self.path}{suffix}")
 
-    def _file_ino(self) -> int | None:
-        try:
-            return os.stat(self.path).st_ino
-        except OSError:
-            return None
-
     def _reopen_if_replaced(self) -> None:
         """Reconnect when the index file was deleted or replaced under this connection."""
-        if self._ino is None or self._file_ino() == self._ino:
+        if self._ino is None or inode_of(self.path) == self._ino:
             return
         self.close()
         self._open()

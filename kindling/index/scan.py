@@ -9,6 +9,7 @@ from pathlib import Path
 
 from kindling import canonical
 from kindling.errors import CorruptFileError, KindlingError
+from kindling.fileio import is_entity_name, read_whole
 from kindling.index import schema
 from kindling.index.schema import FileRead
 from kindling.model import ENTITY_TYPES
@@ -36,12 +37,7 @@ def stat_key(st: os.stat_result, t0: int) -> str:
 def walkable(rel: str) -> bool:
     """True when a relative path is where a walk could find an entity file."""
     parts = rel.split("/")
-    return (
-        len(parts) == 3
-        and parts[0] in ENTITY_TYPES
-        and parts[2].endswith(".json")
-        and not parts[2].startswith(".")
-    )
+    return len(parts) == 3 and parts[0] in ENTITY_TYPES and is_entity_name(parts[2])
 
 
 def scan_folder(path: str) -> tuple[list[tuple[str, os.stat_result]], int]:
@@ -56,7 +52,7 @@ def scan_folder(path: str) -> tuple[list[tuple[str, os.stat_result]], int]:
     with files:
         for entry in files:
             name = entry.name
-            if name[0] == "." or not name.endswith(".json"):
+            if not is_entity_name(name):
                 continue  # temp files of atomic writes are hidden
             try:
                 st = entry.stat(follow_symlinks=False)
@@ -67,21 +63,6 @@ def scan_folder(path: str) -> tuple[list[tuple[str, os.stat_result]], int]:
                 # Python's hash of a tuple of ints is the same in every process.
                 total += hash((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
     return items, total & _MASK
-
-
-def read_bytes(path: str, size: int) -> bytes:
-    """A whole file's bytes (one read when it is the size its stat said)."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        data = os.read(fd, size + 1)
-        if len(data) <= size:  # a short read of a regular file is its end
-            return data
-        parts = [data]
-        while chunk := os.read(fd, 1 << 20):  # it grew since the stat
-            parts.append(chunk)
-        return b"".join(parts)
-    finally:
-        os.close(fd)
 
 
 def full_key(st: os.stat_result) -> str:
@@ -155,7 +136,7 @@ def read_entity_file(
     path = paths.abspath(rel)
     problem = entity = None
     try:
-        data = read_bytes(path, st.st_size)
+        data = read_whole(path, st.st_size)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from kindling.errors import KindlingError
+from kindling.fileio import inode_of
 from kindling.model import ENTITY_TYPES
 
 Change = tuple[int, str]
@@ -65,13 +66,6 @@ class _Probe:
         return self.stop.is_set()
 
 
-def _inode(path: str) -> int | None:
-    try:
-        return os.stat(path).st_ino
-    except OSError:
-        return None
-
-
 def watchfiles_source(
     objects: str | os.PathLike, *, debounce_ms: int, tick_s: float = 1.0
 ) -> ChangeSource:
@@ -109,7 +103,7 @@ def watchfiles_source(
 
     def start() -> tuple[_Probe, queue.SimpleQueue, threading.Thread, int | None]:
         probe, out = _Probe(), queue.SimpleQueue()
-        ino = _inode(root)
+        ino = inode_of(root)
         thread = threading.Thread(
             target=feed, args=(probe, out), name="kindling-watch", daemon=True
         )
@@ -129,14 +123,14 @@ def watchfiles_source(
                 try:
                     item = out.get(timeout=tick_s)
                 except queue.Empty:
-                    if _inode(root) == ino:
+                    if inode_of(root) == ino:
                         yield set()
                         continue
                     item = None  # objects/ was removed or replaced: watch the new one
                 if isinstance(item, BaseException) or item is None:
                     probe.stop.set()
                     thread.join(2)
-                    while _inode(root) is None and not stop.is_set():
+                    while inode_of(root) is None and not stop.is_set():
                         yield set()
                         time.sleep(tick_s)
                     if stop.is_set():

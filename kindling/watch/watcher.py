@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kindling.errors import KindlingError
+from kindling.fileio import inode_of
 from kindling.store import Store
 from kindling.watch.source import ChangeSource, GitHead, relative, relevant, watchfiles_source
 
@@ -237,11 +238,11 @@ class Watcher:
                 f"cannot watch {self.store.root}: there is nowhere to keep its index "
                 "(the store and the cache directory are both read-only)"
             )
-        self._index_ino = _inode(index.path)
+        self._index_ino = inode_of(index.path)
         return index
 
     def _index_replaced(self) -> bool:
-        return _inode(self.index.path) != self._index_ino
+        return inode_of(self.index.path) != self._index_ino
 
     def _reopen(self) -> bool:
         """Connect to the index file now at the index path (deleted or replaced underneath)."""
@@ -312,7 +313,7 @@ class Watcher:
     def _check_lock(self) -> None:
         """Take the lock again if its file was deleted or replaced underneath."""
         path = self.index.watch_lock_path
-        if self._lock_fd is None or _inode(path) == os.fstat(self._lock_fd).st_ino:
+        if self._lock_fd is None or inode_of(path) == os.fstat(self._lock_fd).st_ino:
             return
         self._take_lock()
 
@@ -337,13 +338,6 @@ class Watcher:
             self.interruptible = was
         if was and self._stop.is_set():
             raise Stopped
-
-
-def _inode(path: str | os.PathLike) -> int | None:
-    try:
-        return os.stat(path).st_ino
-    except OSError:
-        return None
 
 
 def run_until_signalled(watcher: Watcher) -> None:
