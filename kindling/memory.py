@@ -290,9 +290,9 @@ class Memory:
         include_redacted: bool = False,
     ) -> dict:
         """Pins, the current summary and ranked candidates for `query`: a RetrieveResult dict."""
-        from kindling.search.retrieve import check_options, retrieve
+        from kindling.search.retrieve import check_search_options, retrieve
 
-        check_options(query, scope, kinds, since, max_results, max_tokens)
+        check_search_options(query, scope, kinds, since, max_results, max_tokens)
         self.sync()
         return retrieve(
             self.index,

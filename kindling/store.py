@@ -185,10 +185,10 @@ class Store:
             data = Path(path).read_bytes()
         except OSError as exc:
             raise CorruptFileError(path, f"unreadable ({exc.strerror})") from None
-        return self.parse(entity_type, path, data), data
+        return self.parse_entity(entity_type, path, data), data
 
     @staticmethod
-    def parse(entity_type: str, path: str | os.PathLike, data: bytes) -> dict:
+    def parse_entity(entity_type: str, path: str | os.PathLike, data: bytes) -> dict:
         """Parse and validate bytes read from `path`."""
         try:
             entity = canonical.decode(data)
@@ -208,7 +208,7 @@ class Store:
             return None
         except OSError as exc:
             raise CorruptFileError(path, f"unreadable ({exc.strerror})") from None
-        return self.parse(entity_type, path, data)
+        return self.parse_entity(entity_type, path, data)
 
     def walk(self, entity_type: str | None = None) -> Iterator[StoredFile]:
         """Every entity file under objects/ (stat only, no reads), type by type.

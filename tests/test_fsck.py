@@ -138,7 +138,7 @@ def test_fix_makes_a_noncanonical_store_clean(tmp_path):
     store = Store(root)
     for item in store.walk():
         data = Path(item.path).read_bytes()
-        assert canonical.encode(store.parse(item.entity_type, item.path, data)) == data
+        assert canonical.encode(store.parse_entity(item.entity_type, item.path, data)) == data
     # the ASCII-escaped text came back as the same characters
     obs3 = store.load("observations", "obs-0003")
     assert obs3["content"] == "indent 4 — ünïcode"

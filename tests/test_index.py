@@ -517,7 +517,9 @@ def test_hints_that_are_not_folders_change_nothing(store, index):
     assert (report.added, report.removed, report.problems) == (0, 0, [])
     assert index.get("obs-0001") is not None
     assert (
-        index.conn.execute("SELECT count(*) FROM folders WHERE path LIKE '%loose%'").fetchone()[0]
+        index.conn.execute(
+            "SELECT count(*) FROM folder_fingerprints WHERE path LIKE '%loose%'"
+        ).fetchone()[0]
         == 0
     )
 

@@ -71,7 +71,7 @@ class _Filter:
 
 def _peek(entity_type: str, path: str, data: bytes) -> dict:
     """Parse and validate a file in the first pass, checking it sits where its id belongs."""
-    entity = Store.parse(entity_type, path, data)
+    entity = Store.parse_entity(entity_type, path, data)
     name = os.path.basename(path)[: -len(".json")]
     if entity["id"] != name or os.path.basename(os.path.dirname(path)) != fanout(name):
         raise CorruptFileError(path, f"holds id {entity['id']!r}, which belongs elsewhere")

@@ -90,7 +90,7 @@ def decide(
     if canonical.encode(theirs) == local:
         return Decision(entity_type, theirs, "unchanged", expect=local)
     try:
-        ours = Store.parse(entity_type, path, local)
+        ours = Store.parse_entity(entity_type, path, local)
     except CorruptFileError as exc:
         reason = f"the local file is unreadable ({exc.reason}); left as it is"
         return Decision(entity_type, theirs, "skipped", expect=local, reason=reason)

@@ -55,11 +55,11 @@ def stat_dirs(objects: Path) -> dict[str, int | None]:
 
 
 def _recorded(conn: sqlite3.Connection) -> dict[str, tuple[int, int]]:
-    return {p: (m, r) for p, m, r in conn.execute("SELECT path, mtime_ns, racy FROM dirs")}
+    return {p: (m, r) for p, m, r in conn.execute("SELECT path, mtime_ns, racy FROM folder_mtimes")}
 
 
 def dirs_differ(conn: sqlite3.Connection, dirs: dict[str, int | None], t0: int) -> bool:
-    """True when recording `dirs` would change the dirs table."""
+    """True when recording `dirs` would change the folder_mtimes table."""
     recorded = _recorded(conn)
     for rel, mtime in dirs.items():
         want = None if mtime is None else (mtime, int(mtime >= t0 - schema.RACY_NS))
@@ -73,13 +73,15 @@ def store_dirs(
 ) -> None:
     """Record folder mtimes (inside the caller's transaction); `full` replaces them all."""
     if full:
-        conn.execute("DELETE FROM dirs")
+        conn.execute("DELETE FROM folder_mtimes")
     for rel, mtime in dirs.items():
         if mtime is None:
-            conn.execute("DELETE FROM dirs WHERE path = ? OR path LIKE ?", (rel, rel + "/%"))
+            conn.execute(
+                "DELETE FROM folder_mtimes WHERE path = ? OR path LIKE ?", (rel, rel + "/%")
+            )
         else:
             conn.execute(
-                "INSERT OR REPLACE INTO dirs(path, mtime_ns, racy) VALUES (?, ?, ?)",
+                "INSERT OR REPLACE INTO folder_mtimes(path, mtime_ns, racy) VALUES (?, ?, ?)",
                 (rel, mtime, int(mtime >= t0 - schema.RACY_NS)),
             )
 

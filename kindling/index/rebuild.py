@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from kindling import canonical
 from kindling.index import handoff, schema
-from kindling.index.scan import buckets, read_entity_file, scan_folder, winner
+from kindling.index.scan import buckets, read_entity_file, scan_folder, winning_rowid
 from kindling.index.schema import Problem, SyncReport
 from kindling.index.sync import Syncer
 
@@ -62,11 +62,13 @@ def build(syncer: Syncer, *, had_schema: bool, progress=None) -> SyncReport:
     )
     conn.executemany(schema.BULK_ENTITY, rows.entities)
     conn.executemany("INSERT INTO fts(rowid, body) VALUES (?, ?)", rows.fts)
-    conn.executemany("INSERT INTO folders(path, count, fingerprint) VALUES (?, ?, ?)", rows.folders)
+    conn.executemany(
+        "INSERT INTO folder_fingerprints(path, count, fingerprint) VALUES (?, ?, ?)", rows.folders
+    )
     losers = []
     for (etype, eid), held in rows.owners.items():
         if len(held) > 1:
-            kept = winner(etype, eid, held)
+            kept = winning_rowid(etype, eid, held)
             losers.extend((fid,) for _, fid in held if fid != kept)
     conn.executemany("UPDATE entities SET shadowed = 1 WHERE rowid = ?", losers)
     schema.create_indexes(conn)

@@ -19,19 +19,19 @@ S_IFMT, S_IFREG = 0o170000, 0o100000  # file type bits of st_mode
 _MASK = (1 << 63) - 1  # fingerprints are kept as SQLite's signed 64-bit integers
 
 
-def parse(entity_type: str, path: str, data: bytes) -> tuple[dict | None, str | None]:
+def try_parse(entity_type: str, path: str, data: bytes) -> tuple[dict | None, str | None]:
     """(entity, None) for a valid file, (None, reason) for a problem file."""
     try:
-        return Store.parse(entity_type, path, data), None
+        return Store.parse_entity(entity_type, path, data), None
     except CorruptFileError as exc:
         return None, exc.reason
 
 
-def stat_key(st: os.stat_result, t0: int) -> str:
+def trusted_stat_key(st: os.stat_result, t0: int) -> str:
     """The recorded form of a file's stat data; "" when too recent to trust (racy)."""
     if max(st.st_mtime_ns, st.st_ctime_ns) >= t0 - schema.RACY_NS:
         return ""
-    return full_key(st)
+    return stat_key(st)
 
 
 def walkable(rel: str) -> bool:
@@ -65,7 +65,7 @@ def scan_folder(path: str) -> tuple[list[tuple[str, os.stat_result]], int]:
     return items, total & _MASK
 
 
-def full_key(st: os.stat_result) -> str:
+def stat_key(st: os.stat_result) -> str:
     """A file's stat data as the index records it."""
     return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
 
@@ -85,7 +85,7 @@ def buckets(objects: str) -> list[tuple[str, str]]:
     return out
 
 
-def winner(entity_type: str, entity_id: str, held: list[tuple[str, int]]) -> int:
+def winning_rowid(entity_type: str, entity_id: str, held: list[tuple[str, int]]) -> int:
     """Of (path, rowid) pairs holding one id, the rowid that wins: its own path, else the first."""
     home = schema.canonical_rel(entity_type, entity_id)
     return min(held, key=lambda h: (h[0] != home, h[0]))[1]
@@ -146,9 +146,9 @@ def read_entity_file(
         if known is not None and known[0] == data:
             entity = known[1]
         elif recorded_hash != digest:
-            entity, problem = parse(entity_type, path, data)
+            entity, problem = try_parse(entity_type, path, data)
     stat = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-    return FileRead(rel, entity_type, stat, stat_key(st, t0), digest, data, entity, problem)
+    return FileRead(rel, entity_type, stat, trusted_stat_key(st, t0), digest, data, entity, problem)
 
 
 def read_file_at(

@@ -61,7 +61,7 @@ class FileRead(NamedTuple):
 
 
 # Bump on any change to the tables below; an index with another PRAGMA user_version is rebuilt.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # A file (or folder) whose mtime or ctime is this close to the moment its stat data was taken
 # may change again within the same timestamp tick without its stat data changing, so it is
@@ -106,12 +106,12 @@ CREATE TABLE entities (
     shadowed INTEGER NOT NULL DEFAULT 0,   -- another file holds the same id and wins
     json BLOB NOT NULL
 );
-CREATE TABLE folders (
+CREATE TABLE folder_fingerprints (
     path TEXT PRIMARY KEY,           -- a fan-out folder '<type>/<xx>'
     count INTEGER NOT NULL,          -- entity files in it at the last check
     fingerprint INTEGER              -- their stat data summed, NULL: compare file by file
 ) WITHOUT ROWID;
-CREATE TABLE dirs (
+CREATE TABLE folder_mtimes (
     path TEXT PRIMARY KEY,           -- a type folder or a fan-out folder, relative to objects/
     mtime_ns INTEGER NOT NULL,
     racy INTEGER NOT NULL

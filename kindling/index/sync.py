@@ -30,12 +30,12 @@ from kindling.index.scan import (
     S_IFREG,
     ObjectPaths,
     buckets,
-    full_key,
-    parse,
     read_entity_file,
     scan_folder,
+    stat_key,
+    try_parse,
     walkable,
-    winner,
+    winning_rowid,
 )
 from kindling.index.schema import FileRead, Problem, SyncReport
 from kindling.model import ENTITY_TYPES
@@ -104,7 +104,9 @@ class Syncer:
         return out
 
     def _recorded_folders(self, where: str = "", params: tuple = ()) -> dict:
-        rows = self.conn.execute(f"SELECT path, count, fingerprint FROM folders {where}", params)
+        rows = self.conn.execute(
+            f"SELECT path, count, fingerprint FROM folder_fingerprints {where}", params
+        )
         return {path: (count, fp) for path, count, fp in rows}
 
     def sync_all(self) -> SyncReport:
@@ -164,7 +166,7 @@ class Syncer:
         racy = False
         for name, st in items:
             rel = f"{rel_folder}/{name}"
-            if pop(rel, None) != full_key(st):
+            if pop(rel, None) != stat_key(st):
                 plan.changed.append((rel, etype, st))
             if st.st_mtime_ns >= recent or st.st_ctime_ns >= recent:
                 racy = True
@@ -213,10 +215,11 @@ class Syncer:
     def _store_folders(self, records: dict[str, tuple[int, int | None] | None]) -> None:
         for rel_folder, record in records.items():
             if record is None:
-                self.conn.execute("DELETE FROM folders WHERE path = ?", (rel_folder,))
+                self.conn.execute("DELETE FROM folder_fingerprints WHERE path = ?", (rel_folder,))
             else:
                 self.conn.execute(
-                    "INSERT OR REPLACE INTO folders(path, count, fingerprint) VALUES (?, ?, ?)",
+                    "INSERT OR REPLACE INTO folder_fingerprints(path, count, fingerprint) "
+                    "VALUES (?, ?, ?)",
                     (rel_folder, *record),
                 )
 
@@ -252,7 +255,9 @@ class Syncer:
                 continue
             entity, problem = read.entity, read.problem
             if entity is None and problem is None:
-                entity, problem = parse(read.entity_type, self.paths.abspath(read.rel), read.data)
+                entity, problem = try_parse(
+                    read.entity_type, self.paths.abspath(read.rel), read.data
+                )
             values = (read.entity_type, *read.stat, read.statkey, read.hash, problem)
             if row is None:
                 fid = conn.execute(
@@ -282,7 +287,7 @@ class Syncer:
         # Rows changed outside a full walk: those folders are compared file by file next time.
         for rel_folder in {rel.rsplit("/", 1)[0] for rel in [*removed, *(r.rel for r in reads)]}:
             conn.execute(
-                "INSERT INTO folders(path, count, fingerprint) VALUES (?, 0, NULL) "
+                "INSERT INTO folder_fingerprints(path, count, fingerprint) VALUES (?, 0, NULL) "
                 "ON CONFLICT(path) DO UPDATE SET fingerprint = NULL",
                 (rel_folder,),
             )
@@ -314,7 +319,7 @@ class Syncer:
             ).fetchall()
             if not rows:
                 continue
-            winner_id = winner(etype, eid, [(path, rowid) for rowid, path, _ in rows])
+            winner_id = winning_rowid(etype, eid, [(path, rowid) for rowid, path, _ in rows])
             for rowid, _, shadowed in rows:
                 want = int(rowid != winner_id)
                 if shadowed != want:

@@ -60,7 +60,7 @@ def retrieve(
     now: int | None = None,
 ) -> dict:
     """The RetrieveResult for `query` over an index that is already in step with the files."""
-    check_options(query, scope, kinds, since, max_results, max_tokens)
+    check_search_options(query, scope, kinds, since, max_results, max_tokens)
     now = now_ms() if now is None else now
     scope = dict(scope or {})
     kinds = list(dict.fromkeys(kinds)) if kinds else None
@@ -102,7 +102,7 @@ def _count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def check_options(
+def check_search_options(
     query: object,
     scope: dict | None,
     kinds: list[str] | None,

@@ -138,9 +138,9 @@ class Watcher:
             self._refresh(rels)
         elif self._settle:
             self._reconcile("quiet after a burst", announce=False)
-        self._duties()
+        self._housekeeping()
 
-    def _duties(self) -> None:
+    def _housekeeping(self) -> None:
         now = self.clock()
         if self._retry_at is not None:
             if now >= self._retry_at:
