@@ -14,6 +14,7 @@ from pathlib import Path
 
 import corpus
 import distractors
+
 from kindling import Memory
 from kindling.memory import mask_text
 
@@ -51,26 +52,50 @@ def _entities(session: dict) -> list[tuple[str, dict]]:
         oid = corpus.observation_id(session, n)
         ids.append(oid)
         content, _ = mask_text(text)
-        out.append(("observations", {
-            "id": oid, "kind": kind, "content": content, "provenance": {"source": "eval"},
-            "ts": ts, "scopeIds": scope, "redacted": False,
-        }))
+        out.append(
+            (
+                "observations",
+                {
+                    "id": oid,
+                    "kind": kind,
+                    "content": content,
+                    "provenance": {"source": "eval"},
+                    "ts": ts,
+                    "scopeIds": scope,
+                    "redacted": False,
+                },
+            )
+        )
     # Every other session is a capsule; those with a summary are closed with it.
     if not session.get("summary") and index % 2:
         return out
     capsule = {
-        "id": corpus.capsule_id(session), "type": "session", "intent": session["intent"],
-        "status": "closed", "openedAt": session["start"], "closedAt": ts + 60_000,
-        "scopeIds": scope, "observationIds": ids,
+        "id": corpus.capsule_id(session),
+        "type": "session",
+        "intent": session["intent"],
+        "status": "closed",
+        "openedAt": session["start"],
+        "closedAt": ts + 60_000,
+        "scopeIds": scope,
+        "observationIds": ids,
     }
     if session.get("summary"):
         capsule["summaryId"] = corpus.summary_id(session)
         content, _ = mask_text(session["summary"])
-        out.append(("summaries", {
-            "id": capsule["summaryId"], "content": content, "confidence": 0.9,
-            "evidenceRefs": ids[-3:], "capsuleId": capsule["id"], "ts": ts + 60_000,
-            "scopeIds": scope,
-        }))
+        out.append(
+            (
+                "summaries",
+                {
+                    "id": capsule["summaryId"],
+                    "content": content,
+                    "confidence": 0.9,
+                    "evidenceRefs": ids[-3:],
+                    "capsuleId": capsule["id"],
+                    "ts": ts + 60_000,
+                    "scopeIds": scope,
+                },
+            )
+        )
     out.append(("capsules", capsule))
     return out
 

@@ -19,14 +19,60 @@ RECENT_SHARE = 0.45
 SUMMARISED_SHARE = 0.2
 
 SERVICES = (
-    "orders", "billing", "notify", "chat", "queue", "crawler", "scheduler", "ingest", "web",
-    "admin", "sidecar", "reports", "worker", "auth", "search", "gateway",
+    "orders",
+    "billing",
+    "notify",
+    "chat",
+    "queue",
+    "crawler",
+    "scheduler",
+    "ingest",
+    "web",
+    "admin",
+    "sidecar",
+    "reports",
+    "worker",
+    "auth",
+    "search",
+    "gateway",
 )
 NOUNS = (
-    "client", "request", "token", "session", "limit", "timeout", "retry", "cache", "pool",
-    "connection", "module", "handler", "config", "schema", "migration", "job", "queue", "lock",
-    "buffer", "index", "webhook", "payload", "header", "cursor", "worker", "runtime", "loop",
-    "map", "storage", "build", "image", "workflow", "database", "error", "test", "locale",
+    "client",
+    "request",
+    "token",
+    "session",
+    "limit",
+    "timeout",
+    "retry",
+    "cache",
+    "pool",
+    "connection",
+    "module",
+    "handler",
+    "config",
+    "schema",
+    "migration",
+    "job",
+    "queue",
+    "lock",
+    "buffer",
+    "index",
+    "webhook",
+    "payload",
+    "header",
+    "cursor",
+    "worker",
+    "runtime",
+    "loop",
+    "map",
+    "storage",
+    "build",
+    "image",
+    "workflow",
+    "database",
+    "error",
+    "test",
+    "locale",
 )
 TABLES = ("orders", "invoices", "users", "messages", "reports", "instances", "tasks", "events")
 ROUTES = ("v1/orders", "v2/charges", "healthz", "login", "messages", "search", "webhooks/stripe")
@@ -66,81 +112,91 @@ class _Maker:
         if self.bug_paths and self.r.random() < 0.2:
             return self.pick(self.bug_paths)
         svc, words = self.pick(SERVICES), self.words()
-        return self.pick((
-            f"{svc}/{words[0]}/{_snake(words)}.py",
-            f"services/{svc}/internal/{words[0]}/{words[1]}.go",
-            f"apps/web/src/hooks/use-{'-'.join(words)}.ts",
-            f"services/{svc}/src/{words[0]}.js",
-            f"crates/{self.pick(CRATES)}/src/{words[1]}.rs",
-            f".github/workflows/{svc}.yml",
-            f"tests/{svc}/test_{_snake(words)}.py",
-        ))
+        return self.pick(
+            (
+                f"{svc}/{words[0]}/{_snake(words)}.py",
+                f"services/{svc}/internal/{words[0]}/{words[1]}.go",
+                f"apps/web/src/hooks/use-{'-'.join(words)}.ts",
+                f"services/{svc}/src/{words[0]}.js",
+                f"crates/{self.pick(CRATES)}/src/{words[1]}.rs",
+                f".github/workflows/{svc}.yml",
+                f"tests/{svc}/test_{_snake(words)}.py",
+            )
+        )
 
     # ------------------------------------------------------------ one text per kind
 
     def command(self) -> str:
         svc, w, n, t = self.pick(SERVICES), self.words(), self.num(3, 400), self.num(1, 90)
-        return self.pick((
-            f"pytest tests/{svc} -q\n{n} passed in {t}.{self.num(0, 99):02d}s",
-            f"pytest tests/{svc}/test_{_snake(w)}.py -x -q\n{n} passed, 2 skipped in {t}s",
-            f"go test ./{svc}/... -run Test{_camel(w)} -count=1\nok  \tacme/{svc}\t{t}.{n % 100}s",
-            f"cargo test -p {self.pick(CRATES)}\ntest result: ok. {n} passed; 0 failed; 0 ignored",
-            f"npm test --workspace {svc}\nTests:       {n} passed, {n} total",
-            f"git log --oneline -5 -- {self.path()}",
-            f"git diff --stat main...HEAD -- {self.path()}",
-            f"docker compose up -d {svc} postgres redis",
-            f"kubectl rollout status deploy/{svc}-api --timeout=120s",
-            f"gh run view {self.num(9000000, 29999999)} --log | tail -20",
-            f"psql -c 'select count(*) from {self.pick(TABLES)}'",
-            f"curl -s -H \"Authorization: Bearer $TOKEN\" localhost:{self.num(3000, 9000)}/"
-            f"{self.pick(ROUTES)} | jq .",
-            f"npm run lint --workspace {svc} -- --fix",
-            f"ruff check {svc} && mypy {svc}",
-            f"python -m {svc}.cli {self.pick(('sync', 'export', 'backfill'))} --limit {n}",
-        ))
+        return self.pick(
+            (
+                f"pytest tests/{svc} -q\n{n} passed in {t}.{self.num(0, 99):02d}s",
+                f"pytest tests/{svc}/test_{_snake(w)}.py -x -q\n{n} passed, 2 skipped in {t}s",
+                f"go test ./{svc}/... -run Test{_camel(w)} -count=1\n"
+                f"ok  \tacme/{svc}\t{t}.{n % 100}s",
+                f"cargo test -p {self.pick(CRATES)}\n"
+                f"test result: ok. {n} passed; 0 failed; 0 ignored",
+                f"npm test --workspace {svc}\nTests:       {n} passed, {n} total",
+                f"git log --oneline -5 -- {self.path()}",
+                f"git diff --stat main...HEAD -- {self.path()}",
+                f"docker compose up -d {svc} postgres redis",
+                f"kubectl rollout status deploy/{svc}-api --timeout=120s",
+                f"gh run view {self.num(9000000, 29999999)} --log | tail -20",
+                f"psql -c 'select count(*) from {self.pick(TABLES)}'",
+                f'curl -s -H "Authorization: Bearer $TOKEN" localhost:{self.num(3000, 9000)}/'
+                f"{self.pick(ROUTES)} | jq .",
+                f"npm run lint --workspace {svc} -- --fix",
+                f"ruff check {svc} && mypy {svc}",
+                f"python -m {svc}.cli {self.pick(('sync', 'export', 'backfill'))} --limit {n}",
+            )
+        )
 
     def error(self) -> str:
         w, n, ln = self.words(), self.num(2, 900), self.num(10, 400)
-        return self.pick((
-            f"KeyError: '{_snake(w)}'\n  File \"{self.path()}\", line {ln}, in get_{w[0]}",
-            f"requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for url: "
-            f"https://api.{self.pick(VENDORS)}.com/{self.pick(ROUTES)} (rate limit {n}/min)",
-            f"jwt.exceptions.ExpiredSignatureError: Signature has expired (token issued {n} "
-            f"minutes ago)",
-            f"TypeError: Cannot read properties of undefined (reading '{w[0]}')\n    at "
-            f"{_camel(w)} ({self.path()}:{ln}:{n % 80})",
-            f"Error: connect ECONNREFUSED 127.0.0.1:{self.num(3000, 9000)}\n    at "
-            f"TCPConnectWrap.afterConnect [as oncomplete] (node:net:1555:16)",
-            f"AssertionError: assert {n} == {n + 1}\n  tests/test_{_snake(w)}.py:{ln}: in "
-            f"test_{w[0]}_{w[1]}_limit",
-            f"ModuleNotFoundError: No module named '{self.pick(PY_MODULES)}'",
-            f"--- FAIL: Test{_camel(w)} (0.{n % 100:02d}s)\n    {w[0]}_test.go:{ln}: expected "
-            f"status 200, got {self.pick((400, 401, 404, 500, 503))}",
-            f"error[{self.pick(RUST_CODES)}]: mismatched types in `{_snake(w)}`\n  --> "
-            f"src/{w[0]}.rs:{ln}:{n % 60}",
-            f"psycopg2.errors.UniqueViolation: duplicate key value violates unique constraint "
-            f"\"{self.pick(TABLES)}_pkey\"",
-            "redis.exceptions.ConnectionError: Error 111 connecting to localhost:6379. "
-            "Connection refused.",
-            f"TimeoutError: request to {self.pick(SERVICES)} timed out after {n * 10}ms",
-            f"Error: ENOENT: no such file or directory, open '{self.path()}'",
-            f"panic: runtime error: index out of range [{n}] with length {n}",
-            f"sqlite3.IntegrityError: UNIQUE constraint failed: {self.pick(TABLES)}.id",
-            f"npm WARN deprecated {self.pick(NPM_PACKAGES)}@{n % 9}.{n % 7}.0: this version is "
-            f"no longer supported",
-        ))
+        return self.pick(
+            (
+                f"KeyError: '{_snake(w)}'\n  File \"{self.path()}\", line {ln}, in get_{w[0]}",
+                f"requests.exceptions.HTTPError: 429 Client Error: Too Many Requests for url: "
+                f"https://api.{self.pick(VENDORS)}.com/{self.pick(ROUTES)} (rate limit {n}/min)",
+                f"jwt.exceptions.ExpiredSignatureError: Signature has expired (token issued {n} "
+                f"minutes ago)",
+                f"TypeError: Cannot read properties of undefined (reading '{w[0]}')\n    at "
+                f"{_camel(w)} ({self.path()}:{ln}:{n % 80})",
+                f"Error: connect ECONNREFUSED 127.0.0.1:{self.num(3000, 9000)}\n    at "
+                f"TCPConnectWrap.afterConnect [as oncomplete] (node:net:1555:16)",
+                f"AssertionError: assert {n} == {n + 1}\n  tests/test_{_snake(w)}.py:{ln}: in "
+                f"test_{w[0]}_{w[1]}_limit",
+                f"ModuleNotFoundError: No module named '{self.pick(PY_MODULES)}'",
+                f"--- FAIL: Test{_camel(w)} (0.{n % 100:02d}s)\n    {w[0]}_test.go:{ln}: expected "
+                f"status 200, got {self.pick((400, 401, 404, 500, 503))}",
+                f"error[{self.pick(RUST_CODES)}]: mismatched types in `{_snake(w)}`\n  --> "
+                f"src/{w[0]}.rs:{ln}:{n % 60}",
+                f"psycopg2.errors.UniqueViolation: duplicate key value violates unique constraint "
+                f'"{self.pick(TABLES)}_pkey"',
+                "redis.exceptions.ConnectionError: Error 111 connecting to localhost:6379. "
+                "Connection refused.",
+                f"TimeoutError: request to {self.pick(SERVICES)} timed out after {n * 10}ms",
+                f"Error: ENOENT: no such file or directory, open '{self.path()}'",
+                f"panic: runtime error: index out of range [{n}] with length {n}",
+                f"sqlite3.IntegrityError: UNIQUE constraint failed: {self.pick(TABLES)}.id",
+                f"npm WARN deprecated {self.pick(NPM_PACKAGES)}@{n % 9}.{n % 7}.0: this version is "
+                f"no longer supported",
+            )
+        )
 
     def tool_call(self) -> str:
         w = self.words()
-        return self.pick((
-            f"read_file {self.path()}",
-            f"read_file {self.path()} lines {self.num(1, 200)}-{self.num(201, 400)}",
-            f"grep -rn \"{_snake(w)}\" {self.pick(SERVICES)}/",
-            f"grep -rn \"{_camel(w)}\" services/ apps/",
-            f"list_dir {self.pick(SERVICES)}/{w[0]}",
-            f"search_code {_camel(w)}",
-            f"edit_file {self.path()}",
-        ))
+        return self.pick(
+            (
+                f"read_file {self.path()}",
+                f"read_file {self.path()} lines {self.num(1, 200)}-{self.num(201, 400)}",
+                f'grep -rn "{_snake(w)}" {self.pick(SERVICES)}/',
+                f'grep -rn "{_camel(w)}" services/ apps/',
+                f"list_dir {self.pick(SERVICES)}/{w[0]}",
+                f"search_code {_camel(w)}",
+                f"edit_file {self.path()}",
+            )
+        )
 
     def file_diff(self) -> str:
         path = self.path()
@@ -150,36 +206,43 @@ class _Maker:
 
     def message(self) -> str:
         svc, w, n = self.pick(SERVICES), self.words(), self.num(2, 500)
-        return self.pick((
-            f"The {svc} client retries {n % 7 + 1} times with exponential backoff; the rate "
-            f"limit of {n} requests per minute is per token, not per IP.",
-            f"Looked at the flaky test_{_snake(w)}: it depends on the order of the {w[0]} map; "
-            f"sorting the keys makes it deterministic.",
-            f"p95 request latency for {svc} is {n} ms after the cache change; the {n % 30 + 5} s "
-            f"timeout is plenty.",
-            f"Token refresh lives in {self.path()}; an expired token returns 401 and the client "
-            f"refreshes once before failing.",
-            f"Decided to keep the {w[0]} limit at {n} for now; revisit when the {svc} module "
-            f"moves to the new queue.",
-            f"The {w[0]} module is only imported by tests; safe to delete after the release.",
-            f"Error budget for {svc} is fine this week; the 5xx spike came from a bot hitting "
-            f"/{self.pick(ROUTES)}.",
-            f"Migration {n:04d}_{_snake(w)} ran in {n % 40 + 1}s on staging; no lock waits and "
-            f"no long transactions.",
-            f"CI took {n % 30 + 8} minutes; most of it is the docker image build, caching layers "
-            f"would halve it.",
-            f"Reviewed the {svc} PR: the new request validation rejects an empty {w[0]} payload "
-            f"with 422, which is what the client expects.",
-            f"The {w[0]} {w[1]} in {svc} is created once per process and shared; no change "
-            f"needed there.",
-            f"Database connection settings for {svc} are in {self.path()}; pool size {n % 20 + 2}"
-            f" matches the deployment.",
-        ))
+        return self.pick(
+            (
+                f"The {svc} client retries {n % 7 + 1} times with exponential backoff; the rate "
+                f"limit of {n} requests per minute is per token, not per IP.",
+                f"Looked at the flaky test_{_snake(w)}: it depends on the order of the {w[0]} map; "
+                f"sorting the keys makes it deterministic.",
+                f"p95 request latency for {svc} is {n} ms after the cache change; "
+                f"the {n % 30 + 5} s "
+                f"timeout is plenty.",
+                f"Token refresh lives in {self.path()}; an expired token returns 401 "
+                f"and the client "
+                f"refreshes once before failing.",
+                f"Decided to keep the {w[0]} limit at {n} for now; revisit when the {svc} module "
+                f"moves to the new queue.",
+                f"The {w[0]} module is only imported by tests; safe to delete after the release.",
+                f"Error budget for {svc} is fine this week; the 5xx spike came from a bot hitting "
+                f"/{self.pick(ROUTES)}.",
+                f"Migration {n:04d}_{_snake(w)} ran in {n % 40 + 1}s on staging; no lock waits and "
+                f"no long transactions.",
+                f"CI took {n % 30 + 8} minutes; most of it is the docker image build, "
+                f"caching layers "
+                f"would halve it.",
+                f"Reviewed the {svc} PR: the new request validation rejects an empty "
+                f"{w[0]} payload "
+                f"with 422, which is what the client expects.",
+                f"The {w[0]} {w[1]} in {svc} is created once per process and shared; no change "
+                f"needed there.",
+                f"Database connection settings for {svc} are in {self.path()}; "
+                f"pool size {n % 20 + 2}"
+                f" matches the deployment.",
+            )
+        )
 
 
 _EDITS = (
     ("    timeout = 10", "    timeout = 30"),
-    ("logger.info(\"retry %s\", attempt)", "logger.debug(\"retry %s\", attempt)"),
+    ('logger.info("retry %s", attempt)', 'logger.debug("retry %s", attempt)'),
     ("MAX_PAGE_SIZE = 100", "MAX_PAGE_SIZE = 200"),
     ("def get_client():", "def get_client(*, timeout: float = 10.0):"),
     ("\tclient := &http.Client{}", "\tclient := &http.Client{Timeout: 15 * time.Second}"),
@@ -189,8 +252,8 @@ _EDITS = (
     ("      - uses: actions/checkout@v3", "      - uses: actions/checkout@v4"),
     ("          node-version: 18", "          node-version: 20"),
     ("    let limit = 64;", "    let limit = 128;"),
-    ("\treturn nil, err", "\treturn nil, fmt.Errorf(\"load config: %w\", err)"),
-    ("    \"typescript\": \"5.3.3\",", "    \"typescript\": \"5.4.5\","),
+    ("\treturn nil, err", '\treturn nil, fmt.Errorf("load config: %w", err)'),
+    ('    "typescript": "5.3.3",', '    "typescript": "5.4.5",'),
     ("requests==2.31.0", "requests==2.32.3"),
     ("CACHE_TTL_SECONDS = 60", "CACHE_TTL_SECONDS = 300"),
     ("  retries: 3", "  retries: 5"),
@@ -230,9 +293,13 @@ def generate(sessions: list[dict]) -> list[dict]:
     """The distractor sessions: dicts with key, start (ms), intent, optional summary and obs."""
     rng = random.Random(SEED)
     maker = _Maker(rng, bug_paths(sessions))
-    kinds = ("command",) * 30 + ("tool_call",) * 30 + ("message",) * 15 + ("file_diff",) * 12 + (
-        "error",
-    ) * 13
+    kinds = (
+        ("command",) * 30
+        + ("tool_call",) * 30
+        + ("message",) * 15
+        + ("file_diff",) * 12
+        + ("error",) * 13
+    )
     earliest, recent_from = NOW - timedelta(days=330), NOW - timedelta(days=30)
     made = []
     for i in range(SESSIONS):

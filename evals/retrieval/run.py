@@ -58,12 +58,14 @@ def evaluate(split: str, max_results: int, rebuild: bool) -> dict:
             rankings = {KINDLING: ranking}
             for name in baselines.NAMES:
                 rankings[name] = base.rank(name, query["query"], max_results)
-            per_query.append({
-                "query": query,
-                "error": error,
-                "rankings": rankings,
-                "scores": {n: metrics.score(r, query["relevant"]) for n, r in rankings.items()},
-            })
+            per_query.append(
+                {
+                    "query": query,
+                    "error": error,
+                    "rankings": rankings,
+                    "scores": {n: metrics.score(r, query["relevant"]) for n, r in rankings.items()},
+                }
+            )
     base.close()
     systems = {}
     for name in (KINDLING, *baselines.NAMES):
@@ -74,8 +76,13 @@ def evaluate(split: str, max_results: int, rebuild: bool) -> dict:
             if style_rows:
                 by_style[style] = {"n": len(style_rows), **metrics.mean(style_rows)}
         systems[name] = {"overall": {"n": len(rows), **metrics.mean(rows)}, "by_style": by_style}
-    return {"split": split, "store": str(store), "searchable": base.size, "systems": systems,
-            "per_query": per_query}
+    return {
+        "split": split,
+        "store": str(store),
+        "searchable": base.size,
+        "systems": systems,
+        "per_query": per_query,
+    }
 
 
 def corpus_facts() -> dict:
@@ -116,11 +123,14 @@ def _misses(report: dict, snippets: dict[str, str]) -> str:
         query, ranking = item["query"], item["rankings"][KINDLING]
         if item["scores"][KINDLING]["MRR"] == 1.0:
             continue
-        ranks = {rid: (ranking.index(rid) + 1 if rid in ranking else None)
-                 for rid in query["relevant"]}
+        ranks = {
+            rid: (ranking.index(rid) + 1 if rid in ranking else None) for rid in query["relevant"]
+        }
         shown = ", ".join(f"{rid}@{r or '-'}" for rid, r in ranks.items())
         lines.append(f"{query['id']} [{query['style']}] {query['query']}")
-        lines.append(f"  answers: {shown}" + (f"  (error: {item['error']})" if item["error"] else ""))
+        lines.append(
+            f"  answers: {shown}" + (f"  (error: {item['error']})" if item["error"] else "")
+        )
         for rank, rid in enumerate(ranking[:5], start=1):
             mark = "*" if rid in query["relevant"] else " "
             text = snippets.get(rid, "").replace("\n", " ")[:90]
@@ -132,11 +142,19 @@ def _misses(report: dict, snippets: dict[str, str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", choices=("dev", "heldout", "all"), default="dev")
-    parser.add_argument("--max", dest="max_results", type=int, default=10,
-                        help="candidates asked of kindling search (default 10)")
+    parser.add_argument(
+        "--max",
+        dest="max_results",
+        type=int,
+        default=10,
+        help="candidates asked of kindling search (default 10)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--show-misses", action="store_true",
-                        help="list the queries whose first answer is not ranked first")
+    parser.add_argument(
+        "--show-misses",
+        action="store_true",
+        help="list the queries whose first answer is not ranked first",
+    )
     parser.add_argument("--rebuild", action="store_true", help="rebuild the cached store")
     args = parser.parse_args(argv)
     if args.max_results < 1:
@@ -150,9 +168,14 @@ def main(argv: list[str] | None = None) -> int:
         out["now"] = corpus.NOW.isoformat()
         if args.show_misses:
             out["per_query"] = [
-                {"id": q["query"]["id"], "style": q["query"]["style"],
-                 "relevant": q["query"]["relevant"], "rankings": q["rankings"],
-                 "scores": q["scores"]}
+                {
+                    "id": q["query"]["id"],
+                    "style": q["query"]["style"],
+                    "relevant": q["query"]["relevant"],
+                    "rankings": q["rankings"],
+                    "scores": q["scores"],
+                    "error": q["error"],
+                }
                 for q in report["per_query"]
             ]
         print(json.dumps(out, indent=2))
