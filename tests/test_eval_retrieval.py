@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import sys
 from pathlib import Path
 
@@ -93,6 +94,13 @@ def test_corpus_size_and_split(sessions, splits):
     styles = {q["style"] for qs in splits.values() for q in qs}
     assert styles == set(corpus.STYLES)
     assert corpus.load_queries("all") == splits["dev"] + splits["heldout"]
+
+
+def test_each_query_sits_in_the_split_its_id_hashes_to(splits):
+    for name, queries in splits.items():
+        for query in queries:
+            held = int(hashlib.sha256(query["id"].encode()).hexdigest(), 16) % 10 < 3
+            assert (name == "heldout") == held, query["id"]
 
 
 def test_problems_names_each_defect(sessions, splits):
