@@ -380,7 +380,7 @@ def run_hook(event: str, data: bytes, store: str | None = None) -> HookResult:
             raise KindlingError(f"payload is for {named}, not {event}")
         from kindling.memory import Memory
 
-        with Memory(store, cwd=project_dir(payload)) as memory:
+        with Memory(store, cwd=project_dir(payload)) as memory, memory.batch():
             return handle(memory, event, payload)
     except KindlingError as exc:
         return HookResult(message=f"kindling hook {event}: {exc}; nothing recorded")
