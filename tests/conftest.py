@@ -19,13 +19,17 @@ FIXTURES = REPO_ROOT / "fixtures"
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path_factory, monkeypatch):
-    """Point HOME and the cache at a temp dir and clear Kindling's environment variables."""
+    """Point HOME, the cache and state at a temp dir; clear Kindling's environment variables."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    # The index key's home outside any repository: shared by subprocesses given another HOME.
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".state"))
     for name in list(os.environ):
         if name.startswith("KINDLING_"):
             monkeypatch.delenv(name)
+    # No test leaves a background watcher behind; those that start one say so and stop it.
+    monkeypatch.setenv("KINDLING_AUTOWATCH", "0")
     return home
 
 

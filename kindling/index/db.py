@@ -22,7 +22,7 @@ import orjson
 
 from kindling.errors import KindlingError
 from kindling.fileio import inode_of
-from kindling.index import handoff, schema
+from kindling.index import handoff, schema, trust
 from kindling.index.read import IndexReader
 from kindling.index.scan import ObjectPaths, read_file_at
 from kindling.index.schema import Problem, SyncReport
@@ -54,6 +54,7 @@ class Index(IndexReader):
         self.paths = ObjectPaths(store.objects)
         self._conn: sqlite3.Connection | None = None
         self._ino: int | None = None
+        self._identity: str | None = None  # what this file's identity row must say
         self._open()
 
     # ------------------------------------------------------------ opening
@@ -68,6 +69,8 @@ class Index(IndexReader):
             if mode != "wal" and target != ":memory:":
                 self._retry(lambda: conn.execute("PRAGMA journal_mode=WAL"))
             conn.execute("PRAGMA synchronous=NORMAL")
+            # Views and triggers never run functions with side effects.
+            conn.execute("PRAGMA trusted_schema=OFF")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
         except BaseException:
             conn.close()
@@ -76,9 +79,17 @@ class Index(IndexReader):
         return version
 
     def _open(self) -> None:
-        """Connect; a corrupt file is replaced, an unwritable place falls back to memory."""
+        """Connect; a corrupt or foreign file is replaced, no usable place falls back to memory."""
         try:
+            if trust.refuse_links(self.path):
+                # Never opened, never followed: the index lives in the per-user cache instead.
+                self.path = trust.fallback_path(self.path)
+                if trust.refuse_links(self.path):
+                    raise OSError(f"{self.path} is a symlink")
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            key = trust.machine_key(self.store.root.absolute())
+            if key is None:
+                raise OSError("no place to keep the index key")
             try:
                 version = self._connect(str(self.path))
             except sqlite3.DatabaseError as exc:
@@ -86,16 +97,44 @@ class Index(IndexReader):
                     raise
                 self._discard_file()
                 version = self._connect(str(self.path))
+            if not self._proven(key):
+                version = 0
+                if not self._empty():
+                    # Built elsewhere, copied or doctored: nothing in it is served.
+                    self.close()
+                    self._discard_file()
+                    self._connect(str(self.path))
+                    self._proven(key)
             self._ino = inode_of(self.path)
         except (OSError, sqlite3.OperationalError) as exc:
             if isinstance(exc, sqlite3.OperationalError) and _is_locked(exc):
                 raise KindlingError(_BUSY_MESSAGE) from None
             # Nowhere to keep an index (read-only store and cache): build one in memory.
+            self.close()
             version = self._connect(":memory:")
             self.path = Path(":memory:")
             self._ino = None
+            self._identity = None
         if version != schema.SCHEMA_VERSION:
             self._build(only_if_stale=True)
+
+    def _proven(self, key: bytes) -> bool:
+        """True when the open file carries the identity only an index built here has."""
+        st = os.stat(self.path)
+        self._identity = trust.identity_for(str(self.path), st, key)
+        try:
+            row = self.conn.execute(
+                "SELECT value FROM meta WHERE key = ?", (trust.IDENTITY_KEY,)
+            ).fetchone()
+        except sqlite3.DatabaseError:
+            return False
+        return row is not None and trust.identity_holds(row[0], str(self.path), st, key)
+
+    def _empty(self) -> bool:
+        try:
+            return self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+        except sqlite3.DatabaseError:
+            return False
 
     def _discard_file(self) -> None:
         for suffix in ("", "-wal", "-shm"):
@@ -240,9 +279,15 @@ class Index(IndexReader):
                 return SyncReport(problems=self.problems())
             from kindling.index import rebuild  # only a rebuild needs it
 
-            return rebuild.build(
+            report = rebuild.build(
                 self.syncer(), had_schema=version == schema.SCHEMA_VERSION, progress=progress
             )
+            if self._identity is not None:
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                    (trust.IDENTITY_KEY, self._identity),
+                )
+            return report
 
     # ------------------------------------------------------------ lookups
 

@@ -125,7 +125,7 @@ def watcher_alive(lock_path: Path | None) -> bool:
     if lock_path is None:
         return False
     try:
-        fd = os.open(lock_path, os.O_RDONLY)
+        fd = os.open(lock_path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return False
     try:

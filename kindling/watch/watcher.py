@@ -280,7 +280,9 @@ class Watcher:
 
     def _take_lock(self) -> None:
         path = self.index.watch_lock_path
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        if os.path.islink(path):
+            os.unlink(path)  # a committed symlink: never follow it, never write through it
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
             try:

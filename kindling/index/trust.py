@@ -1,0 +1,146 @@
+"""Proof that an index file was built here: a keyed MAC binding it to its place and inode.
+
+Anything inside the store can arrive through git, including a force-added index.sqlite whose
+rows say things no entity file says. So an index is served only when its `identity` row is
+HMAC-SHA256, under a random key no commit can carry, of the index file's real path, device
+and inode. The key lives in the repository's git directory (git refuses any path through
+`.git`, so no checkout writes there), or for a store outside git in the user's state
+directory. Someone who controls committed files cannot forge the MAC: the key never leaves
+this clone, and a checked-out or copied file gets a new inode anyway. An index without a valid identity is discarded and rebuilt from the files.
+
+A symlink where the index (or its -wal/-shm companions) should be is never opened: SQLite
+would follow it and write a database wherever it points.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import os
+import secrets
+from pathlib import Path
+
+KEY_NAME = "index-key"
+IDENTITY_KEY = "identity"  # the meta row holding the MAC
+
+_key_cache: dict[str, bytes | None] = {}
+
+
+def state_home() -> Path:
+    """Per-user state that must not be committed: $XDG_STATE_HOME or ~/.local/state."""
+    base = os.environ.get("XDG_STATE_HOME")
+    return Path(base) if base else Path.home() / ".local" / "state"
+
+
+def git_dir(start: Path) -> Path | None:
+    """The git directory of the work tree holding `start`: no commit can ever write there."""
+    for folder in (start, *start.parents):
+        dot = folder / ".git"
+        try:
+            if dot.is_dir():
+                return dot
+            if dot.is_file():
+                text = dot.read_text(errors="replace").strip()
+                if text.startswith("gitdir:"):
+                    found = Path(text[len("gitdir:") :].strip())
+                    return found if found.is_absolute() else (folder / found)
+                return None
+        except OSError:
+            return None
+    return None
+
+
+def key_path(store_root: Path | None = None) -> Path:
+    """Where the index key lives: in the repository's git directory (shared by everyone who
+    works in this clone, whatever their HOME), else in this user's state directory."""
+    if store_root is not None:
+        found = git_dir(store_root)
+        if found is not None and os.access(found, os.W_OK):
+            return found / "kindling" / KEY_NAME
+    return state_home() / "kindling" / KEY_NAME
+
+
+def machine_key(store_root: Path | None = None) -> bytes | None:
+    """The index key for a store, created on first use; None when it cannot be kept anywhere."""
+    path = key_path(store_root)
+    cached = _key_cache.get(str(path))
+    if cached is not None:
+        return cached
+    key = _read_key(path)
+    if key is None:
+        key = _create_key(path)
+    if key is not None:
+        _key_cache[str(path)] = key
+    return key
+
+
+def _read_key(path: Path) -> bytes | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        text = fh.read(200).strip()
+    try:
+        key = bytes.fromhex(text.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return key if len(key) >= 16 else None
+
+
+def _create_key(path: Path) -> bytes | None:
+    """Publish a new key with link(): two processes racing both end up with the same key."""
+    key = secrets.token_bytes(32)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temp = path.with_name(f".{KEY_NAME}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(key.hex().encode() + b"\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+            with contextlib.suppress(FileExistsError):
+                os.link(temp, path)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+    except OSError:
+        return None
+    return _read_key(path)
+
+
+def _subject(path: str, st: os.stat_result) -> bytes:
+    real = os.path.realpath(path)
+    return f"kindling-index\0{real}\0{st.st_dev}\0{st.st_ino}".encode()
+
+
+def identity_for(path: str, st: os.stat_result, key: bytes) -> str:
+    """The identity row an index at `path` (with stat `st`) built here carries."""
+    return hmac.new(key, _subject(path, st), hashlib.sha256).hexdigest()
+
+
+def identity_holds(value: object, path: str, st: os.stat_result, key: bytes) -> bool:
+    """True when `value` (the stored identity row) proves the index at `path` is ours."""
+    if not isinstance(value, str):
+        return False
+    return hmac.compare_digest(value, identity_for(path, st, key))
+
+
+def refuse_links(path: Path) -> bool:
+    """Remove symlinks at the -wal/-shm places; True when `path` itself is a symlink."""
+    for suffix in ("-wal", "-shm"):
+        side = f"{path}{suffix}"
+        with contextlib.suppress(OSError):
+            if os.path.islink(side):
+                os.unlink(side)  # removes the link only, never what it points at
+    return os.path.islink(path)
+
+
+def fallback_path(path: Path) -> Path:
+    """Where the index of a store whose index place holds a symlink lives instead."""
+    cache = os.environ.get("XDG_CACHE_HOME")
+    base = Path(cache) if cache else Path.home() / ".cache"
+    key = hashlib.sha256(str(path.parent.resolve()).encode()).hexdigest()[:16]
+    return base / "kindling" / key / path.name
