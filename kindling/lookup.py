@@ -1,7 +1,8 @@
 """Finding entities by id or prefix, and a session's open capsule, over the store and its index.
 
 A full id is found by its path alone (no index); a prefix or a session's open capsule needs
-the index, brought in step with the files first through the `sync` given.
+the index, brought in step with the files first through the `sync` given (for a capsule,
+a sync of the capsule files alone).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class Lookup:
     """Resolves references for one store; `index()` opens the index only when needed."""
 
     def __init__(
-        self, store: Store, index: Callable[[], Index], sync: Callable[[], SyncReport]
+        self, store: Store, index: Callable[[], Index], sync: Callable[..., SyncReport]
     ) -> None:
         self.store = store
         self._index = index
@@ -63,8 +64,12 @@ class Lookup:
         return entity
 
     def open_session_capsule(self, session_id: str) -> dict | None:
-        """The open session capsule of a session, when there is one."""
-        self._sync()
+        """The open session capsule of a session, when there is one.
+
+        Only the capsule files are checked, never the (many more) observations, and always
+        afresh: another process may have opened or closed one a moment ago.
+        """
+        self._sync(types=("capsules",))
         for capsule in self._index().open_capsules(session_id):
             if capsule["type"] == "session":
                 current = self.store.load("capsules", capsule["id"])

@@ -82,14 +82,26 @@ class Memory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def sync(self) -> SyncReport:
-        """Bring the index up to date with the files (once per batch); the sync report."""
+    def sync(self, types: tuple[str, ...] | None = None) -> SyncReport:
+        """Bring the index up to date with the files (once per batch); the sync report.
+
+        With `types`, only files of those types are checked, every time (capsules are few).
+        A full walk of a big store starts a background watcher (kindling.watch.daemon) so
+        that the next reader can skip it.
+        """
+        if types is not None:
+            return self.index.sync(types=types)
         if self._batch_depth and self._batch_sync is not None:
             return self._batch_sync
-        report = self.index.sync()
+        index = self.index
+        report = index.sync()
         self._last_sync = report
         if self._batch_depth:
             self._batch_sync = report
+        if index.walked and not index.watcher:
+            from kindling.watch.daemon import maybe_start
+
+            maybe_start(self.store, index.watch_lock_path, index.walked)
         return report
 
     @contextlib.contextmanager
@@ -237,7 +249,8 @@ class Memory:
         counts = self.index.counts()
         return {
             "store": str(self.store.root),
-            "index": str(self.store.index_path),
+            "index": str(self.index.path),
+            "watcher": self.watcher(),
             "counts": {t: counts[t] for t in ENTITY_TYPES},
             "redacted": counts["redacted"],
             "openCapsules": [
@@ -341,15 +354,40 @@ class Memory:
         debounce_ms: int,
         reconcile_every: float,
         on_event: Callable[[dict], None],
+        idle_exit: float | None = None,
     ) -> None:
-        """Keep the index current as files change, until SIGINT or SIGTERM."""
+        """Keep the index current as files change, until SIGINT, SIGTERM or idle_exit s unused."""
         from kindling.watch.watcher import Watcher, run_until_signalled
 
         self.close()
         watcher = Watcher(
-            self.store, debounce_ms=debounce_ms, reconcile_every=reconcile_every, on_event=on_event
+            self.store,
+            debounce_ms=debounce_ms,
+            reconcile_every=reconcile_every,
+            on_event=on_event,
+            idle_exit=idle_exit,
         )
         run_until_signalled(watcher)
+
+    def watcher(self) -> dict | None:
+        """The running watcher (pid, whether caught up, idle exit), or None."""
+        from kindling.watch.daemon import running_pid
+
+        pid = running_pid(self.index.watch_lock_path)
+        if pid is None:
+            return None
+        state = self.index.watcher_state() or {}
+        return {
+            "pid": pid,
+            "caughtUp": state.get("pending") is False,
+            "idleExitS": state.get("idleExitS"),
+        }
+
+    def stop_watcher(self) -> int | None:
+        """Stop the store's running watcher; its pid, or None when none was running."""
+        from kindling.watch.daemon import stop
+
+        return stop(self.index.watch_lock_path)
 
 
 __all__ = ["Found", "Memory", "Written"]

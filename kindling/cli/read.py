@@ -92,6 +92,11 @@ def status_cmd(ctx, json_) -> None:
     counts = info["counts"]
     click.echo(f"Store: {info['store']}")
     click.echo(f"Index: {info['index']}")
+    watcher = info["watcher"]
+    if watcher is not None:
+        state = "caught up" if watcher["caughtUp"] else "catching up"
+        idle = f", exits after {watcher['idleExitS']:g} s unused" if watcher["idleExitS"] else ""
+        click.echo(f"Watcher: pid {watcher['pid']} ({state}{idle}; stop: kindling watch --stop)")
     click.echo(f"Observations: {counts['observations']} ({info['redacted']} redacted)")
     click.echo(f"Capsules: {counts['capsules']} ({len(info['openCapsules'])} open)")
     click.echo(f"Summaries: {counts['summaries']}")

@@ -30,22 +30,69 @@ from kindling.watch.watcher import DEFAULT_DEBOUNCE_MS, DEFAULT_RECONCILE_S
     metavar="SECONDS",
     help="Also walk the whole store this often, healing anything missed (0: never).",
 )
+@click.option(
+    "--idle-exit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Exit after SECONDS in which no reader relied on the watcher and no file changed.",
+)
+@click.option("--stop", is_flag=True, help="Stop the store's running watcher, then exit.")
+@click.option("--background", is_flag=True, hidden=True)
 @json_option
 @click.pass_context
-def watch_cmd(ctx: click.Context, debounce_ms: int, reconcile_every: float, json_: bool) -> None:
+def watch_cmd(
+    ctx: click.Context,
+    debounce_ms: int,
+    reconcile_every: float,
+    idle_exit: float | None,
+    stop: bool,
+    background: bool,
+    json_: bool,
+) -> None:
     """Keep the index current while files change; readers then skip their own walk.
 
     Prints one line per applied batch (what changed, how long it took), or with --json one
     JSON object per line; Ctrl-C or SIGTERM stops it. One watcher per store.
 
+    Kindling also starts one by itself, in the background, for a store big enough to need
+    it (KINDLING_AUTOWATCH=0 or `"autowatch": false` in config.json turns that off); it
+    exits after 30 idle minutes. `kindling status` shows it, `kindling watch --stop` ends it.
+
     \b
     Example:
       kindling watch
       kindling watch --debounce 100 --json
+      kindling watch --stop
     """
-    show = _print_json if json_ else _print_text
     memory = open_memory(ctx)
-    memory.watch(debounce_ms=debounce_ms, reconcile_every=reconcile_every, on_event=show)
+    if stop:
+        pid = memory.stop_watcher()
+        if json_:
+            _print_json({"stopped": pid})
+        elif pid is None:
+            click.echo(f"no watcher is running for {memory.store.root}")
+        else:
+            click.echo(f"stopped the watcher of {memory.store.root} (pid {pid})")
+        return
+    if background:
+        from kindling.errors import KindlingError
+        from kindling.watch.daemon import idle_exit_s
+
+        try:  # started by a reader: silent, and quietly gone when another watcher runs
+            memory.watch(
+                debounce_ms=debounce_ms,
+                reconcile_every=reconcile_every,
+                on_event=lambda event: None,
+                idle_exit=idle_exit if idle_exit is not None else idle_exit_s() or None,
+            )
+        except KindlingError:
+            pass
+        return
+    show = _print_json if json_ else _print_text
+    memory.watch(
+        debounce_ms=debounce_ms, reconcile_every=reconcile_every, on_event=show, idle_exit=idle_exit
+    )
 
 
 def _print_json(event: dict) -> None:
@@ -69,6 +116,8 @@ def describe(event: dict) -> str | None:
             f"{clock} watching {event['store']} (pid {event['pid']}, "
             f"debounce {event['debounceMs']} ms); Ctrl-C to stop"
         )
+    if kind == "idle":
+        return f"{clock} unused for {event['seconds']:g} s; exiting"
     if kind == "stop":
         return f"{clock} stopped; readers do their own sync again"
     if kind == "reopen":

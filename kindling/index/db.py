@@ -55,6 +55,8 @@ class Index(IndexReader):
         self._conn: sqlite3.Connection | None = None
         self._ino: int | None = None
         self._identity: str | None = None  # what this file's identity row must say
+        self.walked = 0  # files the last sync stat'ed
+        self.watcher = False  # whether a watcher was running during the last sync
         self._open()
 
     # ------------------------------------------------------------ opening
@@ -210,18 +212,33 @@ class Index(IndexReader):
 
     # ------------------------------------------------------------ keeping current
 
-    def sync(self, *, trust_watcher: bool = True) -> SyncReport:
-        """Bring the index in step with the files (cheap when nothing changed)."""
+    def sync(
+        self, *, trust_watcher: bool = True, types: tuple[str, ...] | None = None
+    ) -> SyncReport:
+        """Bring the index in step with the files (cheap when nothing changed).
+
+        With `types`, only the files of those types are checked. Afterwards `walked` says how
+        many files were stat'ed and `watcher` whether a watcher was running.
+        """
         self._reopen_if_replaced()
         try:
-            return self.syncer().sync(trust_watcher=trust_watcher)
+            return self._sync_once(trust_watcher, types)
         except sqlite3.DatabaseError as exc:
             if not _is_corrupt(exc):
                 raise
             self.close()
             self._discard_file()
             self._open()
-            return self.syncer().sync(trust_watcher=trust_watcher)
+            return self._sync_once(trust_watcher, types)
+
+    def _sync_once(self, trust_watcher: bool, types: tuple[str, ...] | None) -> SyncReport:
+        syncer = self.syncer()
+        if types is not None:
+            report = syncer.sync_types(types)
+        else:
+            report = syncer.sync(trust_watcher=trust_watcher)
+        self.walked, self.watcher = syncer.walked, syncer.watcher
+        return report
 
     def rebuild(self, *, progress: ProgressFactory | None = None) -> SyncReport:
         """Rebuild every row from the files in one transaction (readers see old or new, whole).

@@ -139,6 +139,16 @@ def watcher_alive(lock_path: Path | None) -> bool:
     return False
 
 
+def mark_used(lock_path: Path | None) -> None:
+    """Tell a watcher a reader relied on it (it counts idle time from the lock's mtime)."""
+    if lock_path is None:
+        return
+    try:
+        os.utime(lock_path)
+    except OSError:
+        pass  # not ours to touch, or gone: the watcher then just idles out sooner
+
+
 def watcher_caught_up(state: object, lock_path: Path | None) -> bool:
     """True when a live watcher says it has applied every change it knows of."""
     if not isinstance(state, dict) or state.get("pending", True) is not False:

@@ -70,10 +70,10 @@ def stat_key(st: os.stat_result) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
 
 
-def buckets(objects: str) -> list[tuple[str, str]]:
-    """Every fan-out folder under `objects` as (relative path, absolute path)."""
+def buckets(objects: str, types: tuple[str, ...] = ENTITY_TYPES) -> list[tuple[str, str]]:
+    """Every fan-out folder (of `types`) under `objects` as (relative path, absolute path)."""
     out = []
-    for etype in ENTITY_TYPES:
+    for etype in types:
         try:
             entries = os.scandir(f"{objects}/{etype}")
         except (FileNotFoundError, NotADirectoryError):

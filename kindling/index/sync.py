@@ -79,6 +79,8 @@ class Syncer:
         self.paths = paths
         self.transaction = transaction
         self.watch_lock = watch_lock
+        self.walked = 0  # files the last sync stat'ed
+        self.watcher = False  # whether a watcher held the lock during the last sync
 
     def problems(self) -> list[Problem]:
         return problem_files(self.conn, self.paths)
@@ -89,6 +91,8 @@ class Syncer:
         """Trust a live, caught-up watcher and re-list moved folders; otherwise walk all."""
         lock = self.watch_lock
         if trust_watcher and handoff.watcher_caught_up(handoff.watcher_state(self.conn), lock):
+            self.watcher = True
+            handoff.mark_used(lock)
             moved = handoff.moved_folders(self.conn, self.paths.root)
             if moved is not None:
                 return self.sync_folders(*moved)
@@ -113,14 +117,30 @@ class Syncer:
         """Stat every entity file; re-read what differs; drop rows of vanished files."""
         plan = SyncPlan(time.time_ns())
         dirs = None
-        if handoff.watcher_alive(self.watch_lock):
+        self.watcher = handoff.watcher_alive(self.watch_lock)
+        if self.watcher:
+            handoff.mark_used(self.watch_lock)
             dirs = handoff.stat_dirs(self.paths.root)
         recorded = self._recorded_folders()
         for rel_folder, path in buckets(self.paths.objects):
             self._scan_folder(plan, rel_folder, path, recorded.pop(rel_folder, None))
         for rel_folder in recorded:  # folders that are gone, with everything in them
             self._scan_folder(plan, rel_folder, None, recorded[rel_folder])
+        self.walked = plan.walked
         return self._reconcile(plan, dirs, full=True)
+
+    def sync_types(self, types: tuple[str, ...]) -> SyncReport:
+        """Stat the files of these types only (capsules are few where observations are many)."""
+        plan = SyncPlan(time.time_ns())
+        recorded = {}
+        for etype in types:
+            where = "WHERE path > ? AND path < ?"  # '0' sorts right after '/'
+            recorded.update(self._recorded_folders(where, (etype + "/", etype + "0")))
+        for rel_folder, path in buckets(self.paths.objects, types):
+            self._scan_folder(plan, rel_folder, path, recorded.pop(rel_folder, None))
+        for rel_folder in recorded:  # folders that are gone, with everything in them
+            self._scan_folder(plan, rel_folder, None, recorded[rel_folder])
+        return self._reconcile(plan, None, full=False)
 
     def sync_folders(
         self, moved: set[str], type_dirs: dict[str, int | None] | None = None

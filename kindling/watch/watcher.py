@@ -59,8 +59,10 @@ class Watcher:
         on_event: Callable[[Event], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         git_head: GitHead | None = None,
+        idle_exit: float | None = None,
     ) -> None:
         self.store = store
+        self.idle_exit = idle_exit  # seconds unused (no reader, no change) before exiting
         self.debounce_ms = debounce_ms
         self.reconcile_every = reconcile_every
         self.burst = burst
@@ -83,6 +85,7 @@ class Watcher:
         self._settle = False  # reconcile again once the tree is quiet after a burst
         self._retry_at: float | None = None  # set after an error: reconcile again then
         self._retry_wait = RETRY_S[0]
+        self._active_at = time.time()  # wall clock: compared with the lock's mtime
 
     # ------------------------------------------------------------ running
 
@@ -124,6 +127,8 @@ class Watcher:
                 rel = relative(self._real_objects, path)
             if rel is not None and relevant(rel):
                 rels.add(rel)
+        if rels:
+            self._active_at = time.time()
         if self._index_replaced() and self._may_retry():
             if self._reopen():
                 self._reconcile("index replaced", announce=True)
@@ -148,11 +153,23 @@ class Watcher:
         elif self.reconcile_every and now - self._last_reconcile >= self.reconcile_every:
             self._reconcile("periodic", announce=False)
         self._check_lock()
+        self._check_idle()
         if self.clock() - self._last_beat >= HEARTBEAT_S:
             try:
                 self._publish(pending=self._retry_at is not None)
             except (sqlite3.Error, KindlingError, OSError) as exc:
                 self._failed(f"cannot publish the watcher's state: {exc}")
+
+    def _check_idle(self) -> None:
+        """Stop once no reader has relied on the watcher and nothing changed for idle_exit s."""
+        if self.idle_exit is None or self._stop.is_set():
+            return
+        used = self._active_at
+        with contextlib.suppress(OSError, TypeError):
+            used = max(used, os.stat(self.index.watch_lock_path).st_mtime)
+        if time.time() - used >= self.idle_exit:
+            self._emit("idle", seconds=self.idle_exit)
+            self._stop.set()
 
     def _may_retry(self) -> bool:
         return self._retry_at is None or self.clock() >= self._retry_at
@@ -266,6 +283,7 @@ class Watcher:
                 "heartbeatMs": now_ms,
                 "staleAfterMs": int(STALE_AFTER_S * 1000),
                 "debounceMs": self.debounce_ms,
+                "idleExitS": self.idle_exit,
             }
         )
         self._last_beat = self.clock()
