@@ -77,7 +77,7 @@ def maybe_start(store: Store, lock: Path | None, walked: int) -> int | None:
     if lock is None or walked < max(min_files(), 1) or not enabled(store):
         return None
     try:
-        if handoff.watcher_alive(lock) or _recently_spawned(lock.with_name(SPAWN_NAME)):
+        if handoff.watcher_alive(lock) or _starting(lock):
             return None
         pid = spawn_detached(
             [sys.executable, "-m", "kindling", "--store", str(store.root), "watch", "--background"],
@@ -89,14 +89,20 @@ def maybe_start(store: Store, lock: Path | None, walked: int) -> int | None:
         return None
 
 
-def _recently_spawned(path: Path) -> bool:
+def _starting(lock: Path) -> bool:
+    """True while a watcher started moments ago has not yet taken the lock (nor died)."""
     try:
-        pid_text, when_text = path.read_text().split()
+        pid_text, when_text = lock.with_name(SPAWN_NAME).read_text().split()
         pid, when = int(pid_text), float(when_text)
     except (OSError, ValueError):
         return False
     if time.time() - when > SPAWN_GRACE_S:
         return False
+    try:
+        if int(lock.read_text().strip()) == pid:
+            return False  # it took the lock once and no longer holds it: it is gone
+    except (OSError, ValueError):
+        pass
     return _pid_alive(pid)
 
 
