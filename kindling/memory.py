@@ -133,6 +133,13 @@ class Memory:
             pass
         return Written(entity_type, entity, path, masked)
 
+    def record(self, written: list[tuple[str, Path, bytes, dict | None]]) -> None:
+        """Index files just written in bulk (type, path, bytes, entity or None), at once."""
+        try:
+            self.index.record_many(written)
+        except (sqlite3.Error, KindlingError):
+            pass  # the files are written; the next sync indexes them
+
     # ------------------------------------------------------------ lookup
 
     def resolve(self, ref: str, entity_type: str | None = None) -> Found:

@@ -14,13 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import run_kindling
 
 from kindling import canonical
 from kindling.memory import Memory
 from kindling.store import Store
 from kindling.watch import daemon
-
-from conftest import run_kindling
 
 DEADLINE_S = 60.0
 ON = {"KINDLING_AUTOWATCH": "1", "KINDLING_AUTOWATCH_MIN_FILES": "1"}
@@ -99,9 +98,7 @@ def _caught_up(store: Path) -> bool:
 # ---------------------------------------------------------------- life cycle
 
 
-def test_a_read_of_a_big_enough_store_starts_one_watcher_that_status_shows(
-    store_dir, watchers
-):
+def test_a_read_of_a_big_enough_store_starts_one_watcher_that_status_shows(store_dir, watchers):
     drop(store_dir, obs("obs-1", "the parser handles unicode"))
     pid = started_watcher(store_dir)
     watchers.append(pid)

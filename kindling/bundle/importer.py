@@ -10,6 +10,9 @@ observation. Secrets are masked on the way in, as on capture.
 
 from __future__ import annotations
 
+import collections
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -23,6 +26,10 @@ from kindling.progress import ProgressFactory, Step
 from kindling.store import Store
 
 ON_CONFLICT = ("keep", "theirs", "fail")
+RECORD_BATCH = 1_000  # files written per index transaction during an import
+RACY_S = 2.5  # a little over the index's racy window (kindling.index.schema.RACY_NS)
+_WRITTEN: dict = {}  # what a final decision holds in place of the entity it wrote
+Written = tuple[str, Path, bytes, dict | None]  # type, path, bytes (and entity) written
 OUTCOMES = ("added", "unchanged", "merged", "redacted", "conflicts", "skipped")
 MAX_LISTED_CONFLICTS = 20
 # The free-text field masked on the way in, as capture masks it (observations: see _masked).
@@ -182,33 +189,59 @@ def apply_plan(
     *,
     on_conflict: str = "keep",
     progress: Step | None = None,
+    record: Callable[[list[Written]], None] | None = None,
 ) -> list[Decision]:
-    """Write what the plan decided (non-durably, then one sync); returns the final decisions.
+    """Write what the plan decided (non-durably, one disk sync at the end); the final decisions.
 
     An entity whose local file changed since it was planned is decided again under its lock.
+    `record`, when given, hears the files written in batches, so the index keeps up as they
+    land (no sync reads them all back afterwards). Each decision is replaced, in place, by
+    one that no longer holds the entity: a big import never keeps two copies of the bundle.
     """
     # Too late to stop now: a conflict that appears while writing keeps the local file.
     late_policy = "keep" if on_conflict == "fail" else on_conflict
-    final = []
-    for d in decisions:
+    pending: collections.deque[tuple[float, Written]] = collections.deque()
+
+    def write(entity_type: str, entity: dict) -> None:
+        path, data = store.write(entity_type, entity, durable=False)
+        if record is not None:
+            # The bytes only: holding every entity until it is recorded would cost far more.
+            pending.append((time.monotonic(), (entity_type, path, data, None)))
+
+    def record_settled(everything: bool = False) -> None:
+        # Files are recorded once older than the racy window, so their stat data is trusted
+        # and no later sync has to read them again.
+        ripe = time.monotonic() - RACY_S
+        while pending and (everything or pending[0][0] < ripe):
+            batch = []
+            while pending and len(batch) < RECORD_BATCH and (everything or pending[0][0] < ripe):
+                batch.append(pending.popleft()[1])
+            record(batch)
+
+    for i, d in enumerate(decisions):
         if d.write is None:
-            final.append(d)
+            decisions[i] = d._replace(theirs={"id": d.entity_id})
             continue
         path = store.path_for(d.entity_type, d.entity_id)
         if d.expect is None and not path.exists():
-            store.write(d.entity_type, d.write, durable=False)
+            write(d.entity_type, d.write)
         else:
             with store.locked(d.entity_type, d.entity_id):
                 current = _read_local(path)
                 if current != d.expect:
                     d = decide(d.entity_type, d.theirs, path, current, late_policy, d.masked)
                 if d.write is not None:
-                    store.write(d.entity_type, d.write, durable=False)
-        final.append(d)
+                    write(d.entity_type, d.write)
+        written = _WRITTEN if d.write is not None else None
+        decisions[i] = d._replace(theirs={"id": d.entity_id}, write=written, expect=None)
+        if len(pending) >= RECORD_BATCH and pending[0][0] < time.monotonic() - RACY_S:
+            record_settled()
         if progress is not None:
             progress(1)
+    if record is not None:
+        record_settled(everything=True)
     store.sync_to_disk()
-    return final
+    return decisions
 
 
 # ---------------------------------------------------------------- the report
@@ -304,7 +337,7 @@ def import_bundle(
     dry_run: bool = False,
     progress: ProgressFactory | None = None,
 ) -> ImportReport:
-    """Import a bundle (bytes or a parsed Dataset) into a `kindling.Memory`; index synced once.
+    """Import a bundle (bytes or a parsed Dataset) into a `kindling.Memory`, indexing as it writes.
 
     `progress(label, total)`, when given, is called as each stage starts and returns the
     function that hears each step of it.
@@ -318,8 +351,8 @@ def import_bundle(
     if dry_run or not to_write:
         return ImportReport.from_decisions(decisions, dry_run=dry_run, on_conflict=on_conflict)
     stage = progress("Writing", to_write) if progress else None
-    decisions = apply_plan(memory.store, decisions, on_conflict=on_conflict, progress=stage)
-    report = ImportReport.from_decisions(decisions, dry_run=dry_run, on_conflict=on_conflict)
-    del decisions  # the index sync reads the files back; the bundle need not stay in memory
-    memory.sync()
-    return report
+    decisions = apply_plan(
+        memory.store, decisions, on_conflict=on_conflict, progress=stage, record=memory.record
+    )
+    # Every file written is recorded in the index already: no sync reads them back.
+    return ImportReport.from_decisions(decisions, dry_run=dry_run, on_conflict=on_conflict)

@@ -273,6 +273,23 @@ class Index(IndexReader):
         """Index a file Kindling itself just wrote with `data` (what is on disk now wins)."""
         self._recheck(self.rel(path), entity_type, known=(data, entity))
 
+    def record_many(self, written: Iterable[tuple[str, str | Path, bytes, dict | None]]) -> None:
+        """Index files Kindling just wrote (type, path, bytes, entity or None), in one transaction.
+
+        Each is read back and hash-checked (what is on disk now wins) but parsed only when it
+        differs; files older than the racy window get stat keys a later sync trusts.
+        """
+        reads = []
+        for entity_type, path, data, entity in written:
+            if entity is None:  # bytes Kindling validated and wrote: decoding them is enough
+                entity = orjson.loads(data)
+            read = read_file_at(self.paths, self.rel(path), entity_type, known=(data, entity))
+            if read is not None:
+                reads.append(read)
+        syncer = self.syncer()
+        with self.transaction():
+            syncer.apply(reads, [])
+
     def recheck(self, path: str | Path) -> None:
         """Bring one file's rows in step with the disk (after Kindling deleted or moved it)."""
         rel = self.rel(path)

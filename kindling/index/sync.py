@@ -40,6 +40,8 @@ from kindling.index.scan import (
 from kindling.index.schema import FileRead, Problem, SyncReport
 from kindling.model import ENTITY_TYPES
 
+CHUNK = 2_000  # files re-read and applied per write transaction
+
 
 @dataclass
 class SyncPlan:
@@ -207,22 +209,33 @@ class Syncer:
             problems = self.problems()
             quiet = len(problems) if full else self._problems_among(problems, ())
             return SyncReport(unchanged=plan.walked - quiet, problems=problems)
-        hashes = self._recorded_hashes([c[0] for c in plan.changed])
-        reads = []
         removed = list(plan.removed)
-        for rel, etype, st in plan.changed:
-            read = read_entity_file(self.paths, rel, etype, st, t0, hashes.get(rel))
-            if read is None:
-                removed.append(rel)
-            else:
-                reads.append(read)
-        with self.transaction():
-            counts = self.apply(reads, removed)
-            self._store_folders(plan.folders)
-            if dirs is not None:
-                handoff.store_dirs(self.conn, dirs, t0, full=full)
-            if full:
-                self._sweep()
+        changed = plan.changed
+        totals = [0, 0, 0, 0]
+        # In chunks, each its own transaction: a sync of a whole checkout or import never
+        # holds every file's bytes and entity at once.
+        for start in range(0, max(len(changed), 1), CHUNK):
+            chunk = changed[start : start + CHUNK]
+            hashes = self._recorded_hashes([c[0] for c in chunk])
+            reads = []
+            for rel, etype, st in chunk:
+                read = read_entity_file(self.paths, rel, etype, st, t0, hashes.get(rel))
+                if read is None:
+                    removed.append(rel)
+                else:
+                    reads.append(read)
+            last = start + CHUNK >= len(changed)
+            with self.transaction():
+                done = self.apply(reads, removed if last else [])
+                if last:
+                    self._store_folders(plan.folders)
+                    if dirs is not None:
+                        handoff.store_dirs(self.conn, dirs, t0, full=full)
+                    if full:
+                        self._sweep()
+            totals = [a + b for a, b in zip(totals, done, strict=True)]
+            del reads
+        counts = RowCounts(*totals)
         problems = self.problems()
         changed_rels = {c[0] for c in plan.changed}
         if full:
@@ -261,6 +274,9 @@ class Syncer:
                 continue
             counts[2] += self._drop_entity(row[0], touched)
             conn.execute("DELETE FROM files WHERE id = ?", row)
+        all_reads = reads
+        if len(reads) > 1:
+            reads = self._insert_new(reads, counts)
         for read in reads:
             row = conn.execute(
                 "SELECT id, hash, problem FROM files WHERE path = ?", (read.rel,)
@@ -305,13 +321,72 @@ class Syncer:
             counts[1 if was_entity else 0] += 1
         self._reshadow(touched)
         # Rows changed outside a full walk: those folders are compared file by file next time.
-        for rel_folder in {rel.rsplit("/", 1)[0] for rel in [*removed, *(r.rel for r in reads)]}:
+        for rel_folder in {
+            rel.rsplit("/", 1)[0] for rel in [*removed, *(r.rel for r in all_reads)]
+        }:
             conn.execute(
                 "INSERT INTO folder_fingerprints(path, count, fingerprint) VALUES (?, 0, NULL) "
                 "ON CONFLICT(path) DO UPDATE SET fingerprint = NULL",
                 (rel_folder,),
             )
         return RowCounts(*counts)
+
+    def _insert_new(self, reads: list[FileRead], counts: list[int]) -> list[FileRead]:
+        """Insert, in bulk, the parsed entities of paths the index has no row for (an import,
+        a checkout); the reads left for the row-by-row path are returned."""
+        conn = self.conn
+        known: set[str] = set()
+        rels = [r.rel for r in reads]
+        for i in range(0, len(rels), 500):
+            chunk = rels[i : i + 500]
+            marks = ", ".join("?" * len(chunk))
+            known.update(
+                row[0]
+                for row in conn.execute(f"SELECT path FROM files WHERE path IN ({marks})", chunk)
+            )
+        rest, new = [], []
+        for read in reads:
+            if read.rel in known or read.entity is None or read.problem is not None:
+                rest.append(read)
+            else:
+                known.add(read.rel)  # the same path twice in one batch: the second goes slowly
+                new.append(read)
+        if not new:
+            return reads
+        first = (conn.execute("SELECT max(id) FROM files").fetchone()[0] or 0) + 1
+        files, entities, fts = [], [], []
+        for fid, read in enumerate(new, first):
+            files.append((fid, read.entity_type, *read.stat, read.statkey, read.hash, read.rel))
+            entities.append(schema.entity_row(fid, read.entity_type, read.entity))
+            text = schema.searchable_text(read.entity_type, read.entity)
+            if text is not None:
+                fts.append((fid, text))
+        conn.executemany(
+            "INSERT INTO files(id, type, size, mtime_ns, ctime_ns, ino, statkey, hash, path) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            files,
+        )
+        conn.executemany(schema.BULK_ENTITY, entities)
+        conn.executemany("INSERT INTO fts(rowid, body) VALUES (?, ?)", fts)
+        counts[0] += len(new)
+        self._reshadow(self._shared_ids([(r.entity_type, r.entity["id"]) for r in new]))
+        return rest
+
+    def _shared_ids(self, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Of (type, id) pairs, those more than one entity row holds."""
+        wanted = set(keys)
+        ids = sorted({eid for _, eid in keys})
+        out: set[tuple[str, str]] = set()
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            marks = ", ".join("?" * len(chunk))
+            rows = self.conn.execute(
+                f"SELECT type, id FROM entities WHERE id IN ({marks}) "
+                "GROUP BY type, id HAVING count(*) > 1",
+                chunk,
+            )
+            out.update(row for row in rows if row in wanted)
+        return out
 
     def _drop_entity(self, fid: int, touched: set) -> int:
         old = self.conn.execute("SELECT type, id FROM entities WHERE rowid = ?", (fid,)).fetchone()

@@ -6,7 +6,8 @@ HMAC-SHA256, under a random key no commit can carry, of the index file's real pa
 and inode. The key lives in the repository's git directory (git refuses any path through
 `.git`, so no checkout writes there), or for a store outside git in the user's state
 directory. Someone who controls committed files cannot forge the MAC: the key never leaves
-this clone, and a checked-out or copied file gets a new inode anyway. An index without a valid identity is discarded and rebuilt from the files.
+this clone, and a checked-out or copied file gets a new inode anyway. An index without a
+valid identity is discarded and rebuilt from the files.
 
 A symlink where the index (or its -wal/-shm companions) should be is never opened: SQLite
 would follow it and write a database wherever it points.
