@@ -463,11 +463,16 @@ class Memory:
         scope: dict | None = None,
         include_redacted: bool = False,
         progress=None,
+        format: str = "kindling",
     ):
-        """Write a bundle to a binary stream, or atomically to a file path; an ExportReport."""
+        """Write a bundle to a binary stream, or atomically to a file path; an ExportReport.
+
+        `format="original"` writes what the original Kindling (TypeScript, Rust) imports.
+        """
         from kindling.export import export_bundle, export_to_path
 
         options = {"scope": scope, "include_redacted": include_redacted, "progress": progress}
+        options["format"] = format
         if isinstance(out, (str, os.PathLike)):
             return export_to_path(self.store, out, **options)
         return export_bundle(self.store, out, **options)
