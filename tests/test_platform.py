@@ -11,11 +11,10 @@ import textwrap
 import threading
 
 import pytest
+from conftest import REPO_ROOT
 
 import kindling
 from kindling import platform
-
-from conftest import REPO_ROOT
 
 
 @pytest.mark.parametrize(
