@@ -362,9 +362,10 @@ def import_bundle(
     dataset = source if isinstance(source, Dataset) else parse_bundle(source)
     del source  # bytes given here are no longer needed once parsed
     normalised = dict(dataset.normalised)
-    absent = _absent_members(memory.store, dataset, _ids(dataset))
-    if absent and normalised:
-        normalised[ABSENT_MEMBERS] = absent
+    if normalised:  # the original's bundle: say how many forgotten members its capsules list
+        absent = _absent_members(memory.store, dataset, _ids(dataset))
+        if absent:
+            normalised[ABSENT_MEMBERS] = absent
     stage = progress("Checking", len(dataset)) if progress else None
     decisions = plan_import(memory.store, dataset, on_conflict=on_conflict, progress=stage)
     del dataset

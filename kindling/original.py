@@ -65,7 +65,8 @@ def _summary(summary: dict, capsules: dict[str, dict], notes: Counter) -> dict:
         summary.setdefault("ts", created)
         notes[SUMMARY_TS] += 1
     if "scopeIds" not in summary:
-        capsule = capsules.get(summary.get("capsuleId"))  # type: ignore[arg-type]
+        cap_id = summary.get("capsuleId")
+        capsule = capsules.get(cap_id) if isinstance(cap_id, str) else None
         if capsule is not None and isinstance(capsule.get("scopeIds"), dict):
             summary["scopeIds"] = dict(capsule["scopeIds"])
             notes[SUMMARY_SCOPE] += 1
@@ -108,29 +109,31 @@ def normalise(value: object) -> tuple[object, dict[str, int]]:
     if not isinstance(value, dict) or not isinstance(value.get("dataset"), dict):
         return value, {}
     dataset = dict(value["dataset"])
-    if "observations" in dataset:
+    # Only lists are rewritten: anything else is left for validation to report as it is.
+    if isinstance(dataset.get("observations"), list):
         dataset["observations"] = [
-            _observation(o, notes) if isinstance(o, dict) else o
-            for o in _items(dataset, "observations")
+            _observation(o, notes) if isinstance(o, dict) else o for o in dataset["observations"]
         ]
     capsules = [
         _drop_nulls(c, ("closedAt", "summaryId"), notes) if isinstance(c, dict) else c
         for c in _items(dataset, "capsules")
     ]
     by_id = {c["id"]: c for c in capsules if isinstance(c, dict) and isinstance(c.get("id"), str)}
-    if "summaries" in dataset:
+    if isinstance(dataset.get("summaries"), list):
         dataset["summaries"] = [
-            _summary(s, by_id, notes) if isinstance(s, dict) else s
-            for s in _items(dataset, "summaries")
+            _summary(s, by_id, notes) if isinstance(s, dict) else s for s in dataset["summaries"]
         ]
     latest = _latest_summaries(_items(dataset, "summaries"))
     for i, capsule in enumerate(capsules):
-        if isinstance(capsule, dict) and "summaryId" not in capsule and capsule.get("id") in latest:
-            capsules[i] = {**capsule, "summaryId": latest[capsule["id"]]}
+        if not isinstance(capsule, dict) or "summaryId" in capsule:
+            continue
+        ident = capsule.get("id")
+        if isinstance(ident, str) and ident in latest:
+            capsules[i] = {**capsule, "summaryId": latest[ident]}
             notes[CAPSULE_SUMMARY] += 1
-    if "capsules" in dataset:
+    if isinstance(dataset.get("capsules"), list):
         dataset["capsules"] = capsules
-    if "pins" in dataset:
+    if isinstance(dataset.get("pins"), list):
         dataset["pins"] = [_pin(p, notes) if isinstance(p, dict) else p for p in dataset["pins"]]
     if not notes:
         return value, {}
