@@ -138,11 +138,17 @@ def counts(report, entity_type: str) -> dict[str, int]:
 def test_formats_example_bundle_imports_cleanly(memory):
     bundle = orjson.loads(EXAMPLE.read_bytes())
     report = import_bundle(memory, EXAMPLE.read_bytes())
-    for entity_type in ("observations", "capsules", "summaries", "pins"):
+    for entity_type in ("observations", "capsules", "summaries"):
         assert counts(report, entity_type) == {"added": 1}
         (entity,) = bundle["dataset"][entity_type]
         assert memory.store.load(entity_type, entity["id"]) == entity
-    assert report.masked == 0 and report.written == 4
+    # The example's pin names its target by an abbreviated id ("9c20f3a1-..."), which is in
+    # neither the bundle nor the store: reported and skipped, never written dangling.
+    assert counts(report, "pins") == {"skipped": 1}
+    assert report.skipped[0]["id"] == "pin_4d5e..."
+    assert "9c20f3a1-..." in report.skipped[0]["reason"]
+    assert not memory.store.path_for("pins", "pin_4d5e...").exists()
+    assert report.masked == 0 and report.written == 3
 
 
 @pytest.mark.parametrize("include_redacted", [False, True])
@@ -417,7 +423,7 @@ def test_cli_import_from_stdin_with_json_report(run, store_dir):
     assert result.exit_code == 0, result.output
     report = orjson.loads(result.stdout_bytes)
     assert report["counts"]["observations"]["added"] == 1
-    assert report["written"] == 4 and report["dryRun"] is False
+    assert report["written"] == 3 and report["dryRun"] is False  # the example's pin dangles
     assert Store.open(store_dir).load("observations", EXAMPLE_OBS) is not None
 
 
@@ -476,7 +482,7 @@ def test_progress_hears_each_stage(other):
         return advance
 
     import_bundle(other, EXAMPLE.read_bytes(), progress=progress)
-    assert stages == [["Checking", 4, 4], ["Writing", 4, 4]]
+    assert stages == [["Checking", 4, 4], ["Writing", 3, 3]]  # the example's pin dangles
     stages.clear()
     import_bundle(other, EXAMPLE.read_bytes(), progress=progress)
     assert stages == [["Checking", 4, 4]]

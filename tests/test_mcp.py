@@ -118,7 +118,7 @@ def test_missing_sdk_says_how_to_install(run, monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     result = run("mcp")
     assert result.exit_code == 1
-    assert "install kindling[mcp]" in result.output
+    assert "install kindling-memory[mcp]" in result.output
 
 
 def test_core_modules_do_not_import_the_sdk():
