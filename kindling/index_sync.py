@@ -50,6 +50,9 @@ class Scan:
     changed: list[tuple[str, str, os.stat_result]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     folders: dict[str, tuple[int, int | None] | None] = field(default_factory=dict)
+    # The fan-out folders walked, or None for the whole store: only their problem files
+    # were counted in `walked`.
+    within: set[str] | None = None
 
 
 class Scanner:
@@ -107,7 +110,7 @@ class Scanner:
         self, moved: set[str], type_dirs: dict[str, int | None] | None = None
     ) -> SyncReport:
         """Reconcile only these fan-out folders (`<type>/<xx>`) with their recorded rows."""
-        scan = Scan(time.time_ns())
+        scan = Scan(time.time_ns(), within=set())
         dirs: dict[str, int | None] = dict(type_dirs or {})
         objects = self.index._objects
         for rel_folder in sorted(moved):
@@ -123,6 +126,7 @@ class Scanner:
                 dirs[rel_folder], path = None, None  # gone, or never a folder
             else:
                 dirs[rel_folder] = st.st_mtime_ns
+            scan.within.add(rel_folder)
             recorded = self._recorded_folders("WHERE path = ?", (rel_folder,))
             self._scan_folder(scan, rel_folder, path, recorded.get(rel_folder))
         return self._reconcile(scan, dirs, full=False)
@@ -166,7 +170,7 @@ class Scanner:
         dirs_moved = dirs is not None and folders.dirs_differ(self.conn, dirs, t0)
         if not scan.changed and not scan.removed and not scan.folders and not dirs_moved:
             problems = self.index.problems()
-            quiet = len(problems) if full else self._problems_among(problems, ())
+            quiet = self._walked_problems(problems, scan.within, ())
             return SyncReport(unchanged=scan.walked - quiet, problems=problems)
         hashes = self._recorded_hashes([c[0] for c in scan.changed])
         reads = []
@@ -186,10 +190,7 @@ class Scanner:
                 self._sweep()
         problems = self.index.problems()
         changed_rels = {c[0] for c in scan.changed}
-        if full:
-            quiet = len(problems) - self._problems_among(problems, changed_rels, only=True)
-        else:
-            quiet = self._problems_among(problems, changed_rels)
+        quiet = self._walked_problems(problems, scan.within, changed_rels)
         unchanged = scan.walked - len(scan.changed) - quiet + counts[3]
         return SyncReport(counts[0], counts[1], counts[2], unchanged, problems)
 
@@ -203,10 +204,11 @@ class Scanner:
                     (rel_folder, *record),
                 )
 
-    def _problems_among(self, problems: list[Problem], rels, *, only: bool = False) -> int:
-        """Problem files not among `rels` (or, with only=True, among them)."""
-        cut = self.index._cut
-        return sum(1 for p in problems if (p.path[cut:] in rels) == only)
+    def _walked_problems(self, problems: list[Problem], within: set[str] | None, changed) -> int:
+        """Problem files this sync walked (in `within`, or anywhere if None) but did not change."""
+        rels = [p.path[self.index._cut :] for p in problems]
+        walked = [r for r in rels if within is None or r.rpartition("/")[0] in within]
+        return sum(r not in changed for r in walked)
 
     def read_file(
         self,

@@ -248,6 +248,33 @@ def test_a_fixed_problem_file_is_indexed_and_a_broken_entity_removed(store, inde
     assert index.get("obs-0001").entity["content"] == "fine"
 
 
+def test_a_folder_limited_sync_counts_only_its_own_folders(store, index):
+    # Problem files elsewhere in the store are neither walked nor unchanged here.
+    path, _ = store.write("observations", obs(1, "fine"))
+    other = store.objects / "observations" / ("00" if path.parent.name != "00" else "01")
+    other.mkdir(exist_ok=True)
+    for n in range(3):
+        (other / f"bad-{n}.json").write_bytes(BROKEN["truncated"][0])
+    report = index.sync()
+    assert len(report.problems) == 3
+    assert (report.added, report.unchanged) == (1, 0)
+    # nothing changed in the folder: the quiet path
+    report = index.refresh([path])
+    assert (report.added, report.updated, report.removed, report.unchanged) == (0, 0, 0, 1)
+    assert len(report.problems) == 3
+    # a file changed in the folder: the path that applies rows
+    store.write("observations", obs(1, "changed"))
+    report = index.refresh([path])
+    assert (report.added, report.updated, report.removed, report.unchanged) == (0, 1, 0, 0)
+    # a problem file inside the refreshed folder is walked but is not unchanged
+    (path.parent / "bad-here.json").write_bytes(BROKEN["truncated"][0])
+    report = index.refresh([path])
+    assert (report.added, report.updated, report.removed, report.unchanged) == (0, 0, 0, 1)
+    assert len(report.problems) == 4
+    report = index.refresh([path])
+    assert (report.added, report.updated, report.removed, report.unchanged) == (0, 0, 0, 1)
+
+
 # ---------------------------------------------------------------- duplicate ids
 
 
