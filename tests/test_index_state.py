@@ -85,6 +85,12 @@ def entities(draw):
     return etype, entity
 
 
+def check_counts(report) -> None:
+    """No count of a sync report is ever negative, whatever was (or was not) walked."""
+    counts = (report.added, report.updated, report.removed, report.unchanged)
+    assert min(counts) >= 0, counts
+
+
 class IndexMachine(RuleBasedStateMachine):
     """Random histories of a store, compared after each sync with a rebuild from nothing."""
 
@@ -227,12 +233,19 @@ class IndexMachine(RuleBasedStateMachine):
 
     @rule()
     def sync(self):
-        self.index.sync()
+        check_counts(self.index.sync())
         self.check_equal_to_rebuild()
+
+    @rule(data=st.data())
+    def refresh(self, data):
+        """A watcher's hint: re-check only the folder of one file (or of a vanished one)."""
+        files = self.files()
+        if files:
+            check_counts(self.index.refresh([data.draw(st.sampled_from(files))]))
 
     @rule()
     def rebuild(self):
-        self.index.rebuild()
+        check_counts(self.index.rebuild())
 
     @invariant()
     def lookups_never_fail(self):
