@@ -269,7 +269,7 @@ def test_unknown_fields_and_bad_header_values_are_refused():
     with pytest.raises(KindlingError) as info:
         parse_bundle(orjson.dumps(bundle))
     message = str(info.value)
-    assert "observations[0] (id a): mood is not a field of a observation" in message
+    assert "observations[0] (id a): mood is not a field" in message
     assert "exportedAt must be an integer" in message
     assert "dataset.scope.repo is not a scope field" in message
 
