@@ -40,7 +40,10 @@ def ok(result) -> str:
 
 def fails(result, code: int = 1) -> str:
     assert result.exit_code == code, result.output
-    assert "Traceback" not in result.output
+    # An unexpected exception would also exit 1; only a handled error is a SystemExit.
+    assert isinstance(result.exception, SystemExit), result.exception
+    if code == 1:
+        assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1
     return result.stderr
 
 
