@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import gzip
 import io
+import os
 import tempfile
 from pathlib import Path
 
@@ -473,22 +474,27 @@ def test_progress_hears_each_stage(other):
 def test_a_crash_half_way_leaves_whole_files_and_a_rerun_finishes(memory, other, monkeypatch):
     populate(memory.store)
     bundle = export_of(memory.store, include_redacted=True)
-    real_write = other.store.write_file
-    calls = []
+    real_replace = os.replace
+    temps = []
 
-    def dying_write(path, data, *, durable=True):
-        calls.append(path)
-        if len(calls) == 4:
-            raise KeyboardInterrupt  # the process is stopped before its fourth file
-        real_write(path, data, durable=durable)
+    def dying_replace(src, dst, *args, **kwargs):
+        if str(dst).startswith(str(other.store.objects)):
+            temps.append(Path(src))
+            if len(temps) == 4:
+                # stopped with the fourth file's bytes in its temp file, not yet renamed
+                assert temps[-1].is_file() and temps[-1].name.endswith(".tmp")
+                raise KeyboardInterrupt
+        return real_replace(src, dst, *args, **kwargs)
 
-    monkeypatch.setattr(other.store, "write_file", dying_write)
+    monkeypatch.setattr(os, "replace", dying_replace)
     with pytest.raises(KeyboardInterrupt):
         import_bundle(other, bundle)
     monkeypatch.undo()
+    assert len(temps) == 4
     written = objects(other.store)
     assert len(written) == 3
     assert all(written[k] == objects(memory.store)[k] for k in written)
+    assert not temps[-1].exists()
     assert not [p for p in other.store.objects.rglob("*") if p.name.endswith(".tmp")]
     report = import_bundle(other, bundle)
     assert report.written == 4 and report.conflicts == []
