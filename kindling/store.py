@@ -291,6 +291,8 @@ def atomic_output(path: str | os.PathLike, *, durable: bool = True) -> Iterator[
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
+        if os.environ.get("KINDLING_TEST_PAUSE_BEFORE_RENAME"):  # lets a test kill us here
+            _pause_before_rename(tmp, os.environ["KINDLING_TEST_PAUSE_BEFORE_RENAME"])
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -311,3 +313,12 @@ def _fsync_dir(path: str | os.PathLike) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def _pause_before_rename(tmp: str, announce: str) -> None:
+    """Test-only: name the finished temp file in `announce`, then wait to be killed."""
+    import time
+
+    with open(announce, "w") as fh:
+        fh.write(tmp)
+    time.sleep(3600)

@@ -154,9 +154,9 @@ def test_export_import_export_round_trip(memory, other, include_redacted):
     assert report.conflicts == [] and report.skipped == []
     assert export_of(other.store, include_redacted=include_redacted) == bundle
     original, copied = objects(memory.store), objects(other.store)
-    left_out = set() if include_redacted else {
-        k for k in original if "o-gone" in k or "pin_gone" in k
-    }
+    left_out = (
+        set() if include_redacted else {k for k in original if "o-gone" in k or "pin_gone" in k}
+    )
     assert set(copied) == set(original) - left_out
     assert all(copied[k] == original[k] for k in copied)  # byte-identical files
 
@@ -206,8 +206,14 @@ def test_round_trip_of_any_observations(items):
         source = Store.create(Path(tmp) / "a")
         for i, (kind, content, ts, scope, provenance) in enumerate(items):
             # Stored content has been through capture's masking already.
-            entity = observation(f"o-{i}", mask_text(content)[0], kind=kind, ts=ts,
-                                 scopeIds=scope, provenance=mask_json(provenance)[0])
+            entity = observation(
+                f"o-{i}",
+                mask_text(content)[0],
+                kind=kind,
+                ts=ts,
+                scopeIds=scope,
+                provenance=mask_json(provenance)[0],
+            )
             source.write("observations", entity)
         bundle = export_of(source)
         with Memory(Store.create(Path(tmp) / "b").root) as target:
@@ -345,8 +351,9 @@ def test_a_tombstone_redacts_the_local_observation(memory):
     assert counts(report, "observations") == {"redacted": 1}
     local = memory.store.load("observations", "o-1")
     assert local == tombstone("o-1")
-    assert counts(import_bundle(memory, make_bundle(observations=[tombstone("o-1")])),
-                  "observations") == {"unchanged": 1}
+    assert counts(
+        import_bundle(memory, make_bundle(observations=[tombstone("o-1")])), "observations"
+    ) == {"unchanged": 1}
 
 
 @pytest.mark.parametrize("on_conflict", ["keep", "theirs", "fail"])
@@ -354,7 +361,8 @@ def test_an_import_never_unredacts(memory, on_conflict):
     memory.store.write("observations", tombstone("o-1"))
     before = tree(memory.store.root)
     report = import_bundle(
-        memory, make_bundle(observations=[observation("o-1", "the old content")]),
+        memory,
+        make_bundle(observations=[observation("o-1", "the old content")]),
         on_conflict=on_conflict,
     )
     assert counts(report, "observations") == {"skipped": 1}
@@ -375,8 +383,11 @@ def test_a_tombstone_never_carries_provenance_in(memory):
 
 
 def test_secrets_are_masked_on_the_way_in_and_counted(memory):
-    leaky = observation("o-1", "curl -H 'Authorization: Bearer abcdef123456'",
-                        provenance={"env": "API_KEY=sk-live-0123456789abcdef"})
+    leaky = observation(
+        "o-1",
+        "curl -H 'Authorization: Bearer abcdef123456'",
+        provenance={"env": "API_KEY=sk-live-0123456789abcdef"},
+    )
     report = import_bundle(memory, make_bundle(observations=[leaky]))
     assert report.masked == 2
     stored = memory.store.load("observations", "o-1")
@@ -437,8 +448,9 @@ def test_export_pipes_into_import_between_processes(tmp_path):
     env = {"KINDLING_NOW": str(NOW)}
     exported = run_kindling("--store", str(source), "export", env=env)
     assert exported.returncode == 0, exported.stderr
-    imported = run_kindling("--store", str(target), "import", "-", "--json",
-                            input=exported.stdout, env=env)
+    imported = run_kindling(
+        "--store", str(target), "import", "-", "--json", input=exported.stdout, env=env
+    )
     assert imported.returncode == 0, imported.stderr
     assert orjson.loads(imported.stdout)["written"] == 5
     again = run_kindling("--store", str(target), "export", env=env)

@@ -38,6 +38,7 @@ async def error(client, tool, **arguments) -> str:
 
 def test_tools_log_search_pin(store_dir, isolated_env):
     pytest.importorskip("mcp")  # only the scenarios need the SDK
+
     async def scenario():
         async with session(store_dir, isolated_env) as client:
             listed = await client.list_tools()
@@ -47,16 +48,26 @@ def test_tools_log_search_pin(store_dir, isolated_env):
             assert search.input_schema["required"] == ["query"]
 
             scope = {"sessionId": "s1", "repoId": "acme"}
-            first = await ok(client, "log", content="JWT validation failed: token expired",
-                             kind="error", scope=scope)
+            first = await ok(
+                client,
+                "log",
+                content="JWT validation failed: token expired",
+                kind="error",
+                scope=scope,
+            )
             await ok(client, "log", content="token refresh works after the fix", scope=scope)
             found = await ok(client, "search", query="token expired")
             assert found["pins"] == []
             assert first["id"] in [c["entity"]["id"] for c in found["candidates"]]
             assert found["provenance"]["query"] == "token expired"
 
-            pin = await ok(client, "pin", target_type="observation", target_id=first["id"][:8],
-                           note="root cause")
+            pin = await ok(
+                client,
+                "pin",
+                target_type="observation",
+                target_id=first["id"][:8],
+                note="root cause",
+            )
             assert pin["targetId"] == first["id"]
             again = await ok(client, "search", query="refresh")
             assert [p["pin"]["id"] for p in again["pins"]] == [pin["id"]]
@@ -67,15 +78,25 @@ def test_tools_log_search_pin(store_dir, isolated_env):
 
 def test_capsules_show_forget_and_errors(store_dir, isolated_env):
     pytest.importorskip("mcp")  # only the scenarios need the SDK
+
     async def scenario():
         async with session(store_dir, isolated_env) as client:
             cap = await ok(client, "capsule_open", intent="fix login", scope={"sessionId": "s2"})
-            obs = await ok(client, "log", content="password=hunter2hunter2 in the logs",
-                           scope={"sessionId": "s2"})
+            obs = await ok(
+                client,
+                "log",
+                content="password=hunter2hunter2 in the logs",
+                scope={"sessionId": "s2"},
+            )
             assert "hunter2hunter2" not in obs["content"]  # masked like `kindling log`
-            closed = await ok(client, "capsule_close", capsule_id=cap["id"],
-                              summary="rotated the password", confidence=0.8,
-                              evidence=[obs["id"]])
+            closed = await ok(
+                client,
+                "capsule_close",
+                capsule_id=cap["id"],
+                summary="rotated the password",
+                confidence=0.8,
+                evidence=[obs["id"]],
+            )
             assert closed["capsule"]["status"] == "closed"
             assert closed["capsule"]["observationIds"] == [obs["id"]]
             assert closed["summary"]["evidenceRefs"] == [obs["id"]]
@@ -113,7 +134,9 @@ def test_core_modules_do_not_import_the_sdk():
 def test_no_store_is_a_clear_error(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "kindling", "--store", str(tmp_path / "missing"), "mcp"],
-        capture_output=True, stdin=subprocess.DEVNULL, timeout=60,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
     )
     assert result.returncode == 1
     assert result.stderr.decode().startswith("Error: no Kindling store")
