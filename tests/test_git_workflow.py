@@ -272,10 +272,15 @@ def test_driver_never_tracebacks_on_garbage(tmp_path, ours, theirs):
 
 
 def test_driver_missing_files_is_a_conflict_not_a_traceback(tmp_path):
-    missing = str(tmp_path / "nope")
-    result = CliRunner().invoke(cli, ["merge-driver", missing, missing, missing])
+    missing = tmp_path / "nope"
+    result = CliRunner().invoke(cli, ["merge-driver", str(missing), str(missing), str(missing)])
     assert result.exit_code == 1
     assert result.exception is None or isinstance(result.exception, SystemExit)
+    # OURS is where git reads the result from: it now holds empty sides between markers.
+    assert missing.read_bytes() == b"<<<<<<< ours\n=======\n>>>>>>> theirs\n"
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"kindling: conflict in {missing}: ")
+    assert result.stderr.count("\n") == 1
 
 
 # ---------------------------------------------------------------- with real git
