@@ -108,6 +108,30 @@ def test_exact_scores_best_match_and_recency(store, mem):
     assert result["provenance"]["totalCandidates"] == 2
 
 
+def test_scores_that_disagree_with_sqlite_rerank_every_match(store, mem, monkeypatch):
+    # SQLite orders by its own copy of the formula; if Python's ever differed, every match is
+    # scored again here, so the best by Python's score wins even outside SQLite's top rows.
+    from kindling import retrieve as retrieve_module
+
+    obs(store, "a", "token expired", ts=NOW - 15 * DAY)
+    obs(store, "b", f"token {FILLER}", ts=NOW)
+    obs(store, "c", f"token {FILLER} {FILLER}", ts=NOW - 40 * DAY)
+    assert ranked(mem.search("token", max_results=1)) == [("a", 0.85)]
+    real = retrieve_module.score
+
+    def oldest_first(bm25, best, worst, ts, now):
+        return round(1 - real(0, 0, 0, ts, now), 4)
+
+    monkeypatch.setattr(retrieve_module, "score", oldest_first)
+    result = mem.search("token", max_results=2)
+    assert [c["entity"]["id"] for c in result["candidates"]] == ["c", "a"]
+    assert [c["score"] for c in result["candidates"]] == [
+        oldest_first(0, 0, 0, NOW - 40 * DAY, NOW),
+        oldest_first(0, 0, 0, NOW - 15 * DAY, NOW),
+    ]
+    assert result["provenance"]["totalCandidates"] == 3
+
+
 def test_equal_matches_score_half_plus_recency(store, mem):
     obs(store, "new", "retry parser", ts=NOW)
     obs(store, "days", "retry parser", ts=NOW - 3 * DAY)
