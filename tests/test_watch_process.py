@@ -49,14 +49,29 @@ def wait_for(check, timeout: float = DEADLINE_S, what: str = "a condition"):
 class WatchProcess:
     """One `kindling watch` subprocess with its output in files."""
 
-    def __init__(self, store: Path, tmp: Path, *args: str, env: dict | None = None) -> None:
+    def __init__(
+        self,
+        store: Path,
+        tmp: Path,
+        *args: str,
+        env: dict | None = None,
+        timings: dict[str, float] | None = None,
+    ) -> None:
         n = len(list(tmp.glob("watch-*.out")))
         self.out_path = tmp / f"watch-{n}.out"
         self.err_path = tmp / f"watch-{n}.err"
         self.store = store
+        # `timings` replaces kindling.watch constants (TICK_S, LOCK_WAIT_S) in the process.
+        launch = ["-m", "kindling"]
+        if timings:
+            sets = "".join(f"w.{name} = {value!r}; " for name, value in timings.items())
+            launch = [
+                "-c",
+                f"import kindling.watch as w; {sets}from kindling.cli import main; main()",
+            ]
         with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "kindling", "--store", str(store), "watch", *args],
+                [sys.executable, *launch, "--store", str(store), "watch", *args],
                 stdout=out,
                 stderr=err,
                 env={
@@ -110,8 +125,8 @@ def spawn(tmp_path):
     """Start watchers; every one of them is killed at teardown."""
     started: list[WatchProcess] = []
 
-    def start(store: Path, *args: str, env: dict | None = None) -> WatchProcess:
-        watcher = WatchProcess(store, tmp_path, *args, env=env)
+    def start(store: Path, *args: str, env: dict | None = None, timings=None) -> WatchProcess:
+        watcher = WatchProcess(store, tmp_path, *args, env=env, timings=timings)
         started.append(watcher)
         return watcher
 
@@ -165,14 +180,17 @@ def dumps_equal(store: Path, tmp: Path) -> bool:
 # ---------------------------------------------------------------- following the files
 
 
-def test_a_dropped_in_file_is_found_within_a_couple_of_seconds(store, watcher):
-    began = time.monotonic()
+def test_a_dropped_in_file_is_indexed_by_the_event_it_causes(store, watcher):
+    # How fast is measured in bench/bench_watch.py; here: the file event itself, not a later
+    # reconcile, is what indexes the file (one refresh of its folder, one entity added).
     drop(store, obs("obs-dropped", "a wandering albatross"))
     wait_for(lambda: in_index(store, "obs-dropped"), what="the watcher to index the file")
-    assert time.monotonic() - began < 3.0  # "within a couple of seconds", with slack
     assert search_ids(store, "albatross") == ["obs-dropped"]
-    added = [b for b in watcher.batches() if b["mode"] == "refresh" and b["added"]]
-    assert added and added[0]["paths"] >= 1 and added[0]["ms"] >= 0
+    after_start = [b for b in watcher.batches() if b["reason"] != "start"]
+    added = [b for b in after_start if b["added"]]
+    assert [(b["mode"], b["added"]) for b in added] == [("refresh", 1)]
+    assert added[0]["paths"] >= 1 and added[0]["ms"] >= 0
+    assert all(b["mode"] == "refresh" for b in after_start)
 
 
 def test_hand_edit_and_delete(store, watcher):
@@ -273,7 +291,7 @@ def test_the_index_file_deleted_underneath(store, watcher):
 
 
 def test_a_second_watcher_is_refused_naming_the_first(store, watcher, spawn):
-    second = spawn(store, "--debounce", "50")
+    second = spawn(store, "--debounce", "50", timings={"LOCK_WAIT_S": 0.05})
     assert second.proc.wait(timeout=DEADLINE_S) == 1
     message = second.errors()
     assert message.startswith("Error: kindling watch is already running")
@@ -281,13 +299,15 @@ def test_a_second_watcher_is_refused_naming_the_first(store, watcher, spawn):
     assert watcher.proc.poll() is None
 
 
-def test_sigterm_exits_0_within_a_second_leaving_the_index_consistent(store, watcher, tmp_path):
+def test_sigterm_exits_0_at_once_leaving_the_index_consistent(store, spawn, tmp_path):
+    # An idle watcher only wakes every TICK_S; made 120 s here, an exit well before that
+    # shows the signal cut the wait short (no clock reading needed for it).
+    watcher = spawn(store, "--debounce", "50", "--json", timings={"TICK_S": 120.0})
+    watcher.wait_ready()
     drop(store, obs("obs-last", "written just before the end"))
     wait_for(lambda: in_index(store, "obs-last"))
-    began = time.monotonic()
     watcher.proc.send_signal(signal.SIGTERM)
-    assert watcher.proc.wait(timeout=DEADLINE_S) == 0
-    assert time.monotonic() - began < 1.0
+    assert watcher.proc.wait(timeout=30) == 0
     assert watcher.events()[-1]["event"] == "stop"
     ix = Index(Store(store))
     try:
@@ -318,7 +338,10 @@ def test_sigint_stops_it_too_with_human_output(store, spawn):
     assert proc.errors() == ""
 
 
+@pytest.mark.slow
 def test_idle_cpu_is_near_zero(store, watcher):
+    """Idle cost is a CPU time over a wall-clock span: the behaviour is the bound, generous."""
+
     def cpu_seconds() -> float:
         fields = Path(f"/proc/{watcher.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
