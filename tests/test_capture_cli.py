@@ -348,8 +348,9 @@ def test_a_reader_that_goes_away_gets_no_error(run, store_dir):
     import sys
 
     # More output than a pipe buffer holds, so the writer is still writing when the reader goes.
+    store = Store.open(store_dir)
     for i in range(1000):
-        Store.open(store_dir).write(
+        store.write(
             "observations",
             {
                 "id": f"obs-{i:04d}",
@@ -360,6 +361,7 @@ def test_a_reader_that_goes_away_gets_no_error(run, store_dir):
                 "scopeIds": {},
                 "redacted": False,
             },
+            durable=False,  # fixture data: no fsyncs needed
         )
     proc = subprocess.Popen(
         [

@@ -10,6 +10,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
@@ -263,7 +264,7 @@ _settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-TestIncrementalEqualsRebuild = IndexMachine.TestCase
+TestIncrementalEqualsRebuild = pytest.mark.slow(IndexMachine.TestCase)
 TestIncrementalEqualsRebuild.settings = _settings
-TestIncrementalEqualsRebuildTrustingStat = TrustedStatMachine.TestCase
+TestIncrementalEqualsRebuildTrustingStat = pytest.mark.slow(TrustedStatMachine.TestCase)
 TestIncrementalEqualsRebuildTrustingStat.settings = _settings

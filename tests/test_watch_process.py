@@ -225,6 +225,7 @@ def test_rename_style_save_and_in_place_save(store, watcher):
     assert search_ids(store, "three") == ["obs-save"]
 
 
+@pytest.mark.slow
 def test_a_burst_of_1000_files_ends_equal_to_a_rebuild(store, watcher, tmp_path):
     kept = Store(store)
     for n in range(1000):
