@@ -117,12 +117,29 @@ def test_sync_counts_each_kind_of_change(store, index):
     assert index.get("obs-0002") is None
 
 
+def walks(index: Index, monkeypatch) -> list[int]:
+    """A spy on the whole-store walk: one entry per listing of every fan-out folder."""
+    seen: list[int] = []
+    real = index.scanner.buckets
+
+    def spy():
+        found = real()
+        seen.append(len(found))
+        return found
+
+    monkeypatch.setattr(index.scanner, "buckets", spy)
+    return seen
+
+
 def test_noop_sync_writes_nothing(store, index, monkeypatch):
     store.write("observations", obs(1))
     monkeypatch.setattr(index_schema, "RACY_NS", -(10**18))  # nothing counts as too recent
     index.sync()
-    monkeypatch.setattr(index, "transaction", None)  # any write would fail loudly
+    before = index.conn.total_changes
+    walked = walks(index, monkeypatch)
     assert index.sync().unchanged == 1
+    assert walked == [1]  # it did look at the store...
+    assert index.conn.total_changes == before  # ...and changed no row
 
 
 def test_racy_files_are_reread_until_old_enough(store, index, monkeypatch):
@@ -357,13 +374,14 @@ def test_nowhere_to_keep_an_index_falls_back_to_memory(store, tmp_path):
 
 
 def test_record_and_drop_keep_the_index_current_without_a_walk(store, index, monkeypatch):
-    monkeypatch.setattr(index.scanner, "buckets", None)  # record/drop must not walk
+    walked = walks(index, monkeypatch)
     path, data = store.write("observations", obs(1, "fresh"))
     index.record("observations", path, data, obs(1, "fresh"))
     assert index.get("obs-0001").entity["content"] == "fresh"
     path.unlink()
     index.drop(path)
     assert index.get("obs-0001") is None
+    assert walked == []
 
 
 def test_record_believes_the_disk_over_its_caller(store, index):
@@ -450,7 +468,7 @@ def test_readers_trust_a_live_caught_up_watcher(store, index, monkeypatch):
         index.set_watcher_state({"pid": os.getpid(), "pending": True})
         index.sync(trust_watcher=False)  # the watcher's reconcile records folder mtimes
         index.set_watcher_state({"pid": os.getpid(), "pending": False})
-        monkeypatch.setattr(index.scanner, "buckets", None)  # a trusting reader never walks
+        walked = walks(index, monkeypatch)  # a trusting reader never walks
         b, _ = store.write("observations", obs(2, "two"))  # a new file moves its folder
         assert index.sync().added == 1
         # An in-place edit does not move the folder: that one is the watcher's to report.
@@ -460,15 +478,16 @@ def test_readers_trust_a_live_caught_up_watcher(store, index, monkeypatch):
         assert index.get("obs-0001").entity["content"] == "ONE"
         b.unlink()
         assert index.sync().removed == 1
+        assert walked == []
         index.set_watcher_state(
             {"pid": os.getpid(), "pending": False, "heartbeatMs": 1, "staleAfterMs": 1000}
         )
-        with pytest.raises(TypeError):  # a stale heartbeat: back to the full walk
-            index.sync()
+        index.sync()
+        assert len(walked) == 1  # a stale heartbeat: back to the full walk
     finally:
         lock.close()
-    with pytest.raises(TypeError):  # lock released: the watcher is gone, walk again
-        index.sync()
+    index.sync()
+    assert len(walked) == 2  # lock released: the watcher is gone, walk again
 
 
 # ---------------------------------------------------------------- many processes
