@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_kindling
+from entities import observation
 
 from kindling import canonical, index_folders
 from kindling.index import Index
@@ -20,18 +21,6 @@ from kindling.store import Store, fanout
 
 DEADLINE_S = 10.0
 CONFLICTED = b'<<<<<<< ours\n{"id": "x"}\n=======\n{"id": "y"}\n>>>>>>> theirs\n'
-
-
-def obs(name: str, content: str) -> dict:
-    return {
-        "id": name,
-        "kind": "message",
-        "content": content,
-        "provenance": {},
-        "ts": 1_750_000_000_000,
-        "scopeIds": {},
-        "redacted": False,
-    }
 
 
 def wait_for(check, timeout: float = DEADLINE_S, what: str = "a condition"):
@@ -183,7 +172,7 @@ def dumps_equal(store: Path, tmp: Path) -> bool:
 def test_a_dropped_in_file_is_indexed_by_the_event_it_causes(store, watcher):
     # How fast is measured in bench/bench_watch.py; here: the file event itself, not a later
     # reconcile, is what indexes the file (one refresh of its folder, one entity added).
-    drop(store, obs("obs-dropped", "a wandering albatross"))
+    drop(store, observation("obs-dropped", "a wandering albatross"))
     wait_for(lambda: in_index(store, "obs-dropped"), what="the watcher to index the file")
     assert search_ids(store, "albatross") == ["obs-dropped"]
     after_start = [b for b in watcher.batches() if b["reason"] != "start"]
@@ -194,7 +183,7 @@ def test_a_dropped_in_file_is_indexed_by_the_event_it_causes(store, watcher):
 
 
 def test_hand_edit_and_delete(store, watcher):
-    path = drop(store, obs("obs-edit", "the colour is vermilion"))
+    path = drop(store, observation("obs-edit", "the colour is vermilion"))
     wait_for(lambda: in_index(store, "obs-edit"))
     path.write_bytes(path.read_bytes().replace(b"vermilion", b"turquoise"))
     wait_for(lambda: in_index(store, "obs-edit")["content"] == "the colour is turquoise")
@@ -206,7 +195,7 @@ def test_hand_edit_and_delete(store, watcher):
 
 
 def test_rename_style_save_and_in_place_save(store, watcher):
-    path = drop(store, obs("obs-save", "draft one"))
+    path = drop(store, observation("obs-save", "draft one"))
     wait_for(lambda: in_index(store, "obs-save"))
     # vim/most editors: write a swap file beside it, then rename it over the original.
     swap = path.with_name(f".{path.name}.swp")
@@ -229,9 +218,13 @@ def test_rename_style_save_and_in_place_save(store, watcher):
 def test_a_burst_of_1000_files_ends_equal_to_a_rebuild(store, watcher, tmp_path):
     kept = Store(store)
     for n in range(1000):
-        kept.write("observations", obs(f"obs-burst-{n:04d}", f"burst note {n}"), durable=False)
+        kept.write(
+            "observations", observation(f"obs-burst-{n:04d}", f"burst note {n}"), durable=False
+        )
     for n in range(0, 1000, 7):  # some changed again and some removed within the burst
-        kept.write("observations", obs(f"obs-burst-{n:04d}", f"burst edit {n}"), durable=False)
+        kept.write(
+            "observations", observation(f"obs-burst-{n:04d}", f"burst edit {n}"), durable=False
+        )
     for n in range(3, 1000, 11):
         kept.remove("observations", f"obs-burst-{n:04d}")
 
@@ -258,14 +251,14 @@ def test_problem_files_are_reported_and_the_watcher_keeps_going(store, watcher):
         return [p for b in watcher.batches() for p in b["problems"] if p["path"] == str(bad)]
 
     wait_for(reported, what="the problem to be reported")
-    drop(store, obs("obs-good", "still searchable after a conflict"))
+    drop(store, observation("obs-good", "still searchable after a conflict"))
     wait_for(lambda: in_index(store, "obs-good"))
     assert bad.read_bytes() == CONFLICTED  # never touched
     assert watcher.proc.poll() is None
 
 
 def test_the_index_file_deleted_underneath(store, watcher):
-    drop(store, obs("obs-before", "before the index vanished"))
+    drop(store, observation("obs-before", "before the index vanished"))
     wait_for(lambda: in_index(store, "obs-before"))
     index_path = Store(store).index_path
     for suffix in ("", "-wal", "-shm"):
@@ -282,7 +275,7 @@ def test_the_index_file_deleted_underneath(store, watcher):
         return state and state["pid"] == watcher.pid and state["pending"] is False
 
     wait_for(republished, what="the watcher to reopen the index")
-    drop(store, obs("obs-after", "after the index came back"))
+    drop(store, observation("obs-after", "after the index came back"))
     wait_for(lambda: in_index(store, "obs-after"), what="the reopened index to follow changes")
     assert in_index(store, "obs-before") is not None
     assert any(e["event"] == "reopen" for e in watcher.events())
@@ -305,7 +298,7 @@ def test_sigterm_exits_0_at_once_leaving_the_index_consistent(store, spawn, tmp_
     # shows the signal cut the wait short (no clock reading needed for it).
     watcher = spawn(store, "--debounce", "50", "--json", timings={"TICK_S": 120.0})
     watcher.wait_ready()
-    drop(store, obs("obs-last", "written just before the end"))
+    drop(store, observation("obs-last", "written just before the end"))
     wait_for(lambda: in_index(store, "obs-last"))
     watcher.proc.send_signal(signal.SIGTERM)
     assert watcher.proc.wait(timeout=30) == 0
@@ -322,7 +315,7 @@ def test_sigterm_exits_0_at_once_leaving_the_index_consistent(store, spawn, tmp_
 def test_sigint_stops_it_too_with_human_output(store, spawn):
     proc = spawn(store, env={"KINDLING_WATCH_DEBOUNCE_MS": "50"})
     wait_for(lambda: "reconciled (start)" in proc.output(), what="the start line")
-    drop(store, obs("obs-human", "shown as one line"))
+    drop(store, observation("obs-human", "shown as one line"))
     line = wait_for(
         lambda: re.search(
             r"^\d\d:\d\d:\d\d \d+ changed paths?: 1 added in \d+ ms$", proc.output(), re.M
@@ -370,7 +363,7 @@ def test_readers_trust_the_live_watcher_and_fall_back_when_it_is_killed(store, s
             if fanout(f"obs-trust-{n}") != fanout("obs-trust-a")
         ),
     )
-    path = drop(store, obs(first, "the original wording"))
+    path = drop(store, observation(first, "the original wording"))
     old = time.time() - 3600
     for folder in (path.parent, path.parent.parent):
         os.utime(folder, (old, old))
@@ -379,7 +372,7 @@ def test_readers_trust_the_live_watcher_and_fall_back_when_it_is_killed(store, s
     os.kill(proc.pid, signal.SIGSTOP)  # alive and holding its lock, but doing nothing
     try:
         # A new file moves its folder's time: a reader finds it without any watcher help.
-        drop(store, obs(second, "a brand new arrival"))
+        drop(store, observation(second, "a brand new arrival"))
         assert search_ids(store, "arrival") == [second]
         # An in-place edit moves no folder: a reader that trusts the watcher does not walk,
         # so it cannot see this edit until the watcher reports it.
