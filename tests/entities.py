@@ -7,12 +7,15 @@ top-level field, so a test can also make an entity invalid on purpose.
 
 from __future__ import annotations
 
+import copy
+
 from kindling.model import SCOPE_KEYS
 
 NOW = 1_750_000_000_000
 
 
 def _entity(base: dict, fields: dict) -> dict:
+    fields = copy.deepcopy(fields)  # a partial() of a builder must not share its dicts
     scope = {k: fields.pop(k) for k in SCOPE_KEYS if k in fields}
     if scope:
         base["scopeIds"] = {**base["scopeIds"], **scope}

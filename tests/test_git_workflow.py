@@ -8,11 +8,13 @@ import shlex
 import shutil
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from conftest import REPO_ROOT, run_kindling
+from entities import observation
 
 from kindling import canonical
 from kindling.cli import cli
@@ -34,16 +36,7 @@ CAP = {
 }
 
 
-def obs(oid: str, content: str, ts: int = 1750416064123) -> dict:
-    return {
-        "id": oid,
-        "kind": "message",
-        "content": content,
-        "provenance": {},
-        "ts": ts,
-        "scopeIds": {"repoId": "app"},
-        "redacted": False,
-    }
+obs = partial(observation, ts=1750416064123, repoId="app")
 
 
 @pytest.fixture

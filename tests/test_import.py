@@ -7,8 +7,10 @@ import gzip
 import io
 import os
 import tempfile
+from functools import partial
 from pathlib import Path
 
+import entities
 import orjson
 import pytest
 from conftest import FIXTURES, run_kindling
@@ -42,34 +44,21 @@ def objects(store: Store) -> dict[str, bytes]:
     return {k: v for k, v in tree(store.objects).items() if v is not None}
 
 
-def observation(oid: str, content: str = "JWT validation failed", **extra) -> dict:
-    entity = {
-        "id": oid,
-        "kind": "error",
-        "content": content,
-        "provenance": {"file": "auth.ts"},
-        "ts": 1750416064123,
-        "scopeIds": {"repoId": "my-project"},
-        "redacted": False,
-    }
-    entity.update(extra)
-    return entity
+# This file's observations and capsules: the spec's JWT story in repo my-project.
+observation = partial(
+    entities.observation,
+    kind="error",
+    provenance={"file": "auth.ts"},
+    ts=1750416064123,
+    repoId="my-project",
+)
+open_capsule = partial(
+    entities.capsule, intent="fix the JWT expiry check", openedAt=1750416000000, repoId="my-project"
+)
 
 
 def tombstone(oid: str) -> dict:
     return observation(oid, REDACTED_CONTENT, provenance={}, redacted=True)
-
-
-def open_capsule(cid: str, members: list[str]) -> dict:
-    return {
-        "id": cid,
-        "type": "session",
-        "intent": "fix the JWT expiry check",
-        "status": "open",
-        "openedAt": 1750416000000,
-        "scopeIds": {"repoId": "my-project"},
-        "observationIds": members,
-    }
 
 
 def make_bundle(**entities: list[dict]) -> bytes:
@@ -90,7 +79,7 @@ def populate(store: Store) -> None:
     store.write("observations", observation("o-1", "token checked in seconds", ts=10))
     store.write("observations", observation("o-2", "fix: multiply by 1000", ts=20))
     store.write("observations", tombstone("o-gone"))
-    capsule = open_capsule("cap_1", ["o-1", "o-2", "o-gone"])
+    capsule = open_capsule("cap_1", observationIds=["o-1", "o-2", "o-gone"])
     capsule.update(status="closed", closedAt=1750416600000, summaryId="sum_1")
     store.write("capsules", capsule)
     store.write(
@@ -320,8 +309,8 @@ def test_on_conflict_fail_writes_nothing(memory, run, tmp_path):
 
 
 def test_capsules_both_sides_appended_to_merge_to_the_union(memory):
-    memory.store.write("capsules", open_capsule("cap_1", ["a", "b"]))
-    theirs = open_capsule("cap_1", ["a", "c"])
+    memory.store.write("capsules", open_capsule("cap_1", observationIds=["a", "b"]))
+    theirs = open_capsule("cap_1", observationIds=["a", "c"])
     theirs.update(status="closed", closedAt=1750416600000)
     report = import_bundle(memory, make_bundle(capsules=[theirs]))
     assert counts(report, "capsules") == {"merged": 1}

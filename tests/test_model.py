@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+from functools import partial
 
+import entities
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -11,19 +13,17 @@ from hypothesis import strategies as st
 from kindling.errors import ValidationError
 from kindling.model import entity_errors, is_valid_id, new_id, validate
 
-
-def observation(**overrides):
-    base = {
-        "id": "9c20f3a1-2b4d-4f8e-9a1c-7e0d5b6f2a33",
-        "kind": "error",
-        "content": "JWT validation failed: token expired",
-        "provenance": {"stack": "Error: Token expired\n  at validateToken.ts:42"},
-        "ts": 1750416064123,
-        "scopeIds": {"sessionId": "session-1", "repoId": "my-project"},
-        "redacted": False,
-    }
-    base.update(overrides)
-    return base
+# The spec's example observation; keywords change or add fields.
+observation = partial(
+    entities.observation,
+    "9c20f3a1-2b4d-4f8e-9a1c-7e0d5b6f2a33",
+    content="JWT validation failed: token expired",
+    kind="error",
+    provenance={"stack": "Error: Token expired\n  at validateToken.ts:42"},
+    ts=1750416064123,
+    sessionId="session-1",
+    repoId="my-project",
+)
 
 
 SPEC_EXAMPLES = [
