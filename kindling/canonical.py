@@ -34,6 +34,7 @@ def encode(entity: Any) -> bytes:
 
 
 def _has_non_finite(value: Any) -> bool:
+    """True when a float anywhere in `value` is NaN or an infinity."""
     if isinstance(value, float):
         return not math.isfinite(value)
     if isinstance(value, dict):
