@@ -18,6 +18,9 @@ import orjson
 import pytest
 import tomllib
 from conftest import FIXTURES, REPO_ROOT, run_kindling
+
+from kindling import canonical
+from kindling.bundle.importer import import_bundle
 from kindling.bundle.original import (
     CAPSULE_SUMMARY,
     PIN_EXPIRES,
@@ -25,9 +28,6 @@ from kindling.bundle.original import (
     SUMMARY_SCOPE,
     SUMMARY_TS,
 )
-
-from kindling import canonical
-from kindling.bundle.importer import import_bundle
 from kindling.model import (
     CAPSULE_STATUSES,
     CAPSULE_TYPES,
