@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import re
 
-import orjson
-
 # Credential key words (password, passwd, passphrase, pass, pw, pwd, secret, token, *_key,
 # credentials, auth*), PEM blocks, URLs with a password, known token prefixes, Bearer/Basic
 # auth values and the commands whose flags carry passwords (curl -u, docker login -p, mysql).
@@ -79,4 +77,13 @@ def might_hold_secret(text: str) -> bool:
 
 def json_might_hold_secret(value: object) -> bool:
     """The same look over every key and string of a JSON value."""
-    return might_hold_secret(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8"))
+    if isinstance(value, str):
+        return might_hold_secret(value)
+    if isinstance(value, dict):
+        return any(
+            (isinstance(k, str) and might_hold_secret(k)) or json_might_hold_secret(v)
+            for k, v in value.items()
+        )
+    if isinstance(value, (list, tuple)):
+        return any(json_might_hold_secret(v) for v in value)
+    return False

@@ -206,23 +206,31 @@ def _telegram(view: str) -> Iterator[Span]:
 
 
 def _aws_secrets(view: str) -> Iterator[Span]:
+    scanned = 0  # windows overlap: each stretch is searched once (less a key's length)
     for m in p.AWS_KEY_ID.finditer(view):
-        lo, hi = max(0, m.start() - p.AWS_NEAR), min(len(view), m.end() + p.AWS_NEAR)
+        lo = max(0, m.start() - p.AWS_NEAR, scanned - 40)
+        hi = min(len(view), m.end() + p.AWS_NEAR)
         for secret in p.AWS_SECRET.finditer(view, lo, hi):
             yield secret.span()
+        scanned = hi
     yield from _group_spans(view, (p.AWS_SECRET_LABEL,), "secret")
 
 
 def _basic(view: str) -> Iterator[Span]:
     # Basic credentials are base64 of `user:password`; prose after "Basic" does not decode so.
-    for m in p.BASIC.finditer(view):
+    # A declined match is searched again one character on: "Basic Basic <credential>".
+    pos = 0
+    while (m := p.BASIC.search(view, pos)) is not None:
         value = m.group("secret")
         try:
             decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode()
         except (binascii.Error, ValueError):
-            continue
+            decoded = ""
         if ":" in decoded and decoded.isprintable():
             yield m.span("secret")
+            pos = m.end()
+        else:
+            pos = m.start() + 1
 
 
 def _known_tokens(view: str) -> Iterator[Span]:
