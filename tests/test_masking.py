@@ -287,6 +287,8 @@ def test_google_api_key_is_masked():
 
 def test_gitlab_token_is_masked():
     _check("gitlab token in a header")
+    token = "glpat-" + "Gr7CmY_uCu3ZR1zTOlUc"
+    assert mask_text(f"remote: {token} rejected") == ("remote: [REDACTED] rejected", 1)
 
 
 def test_hugging_face_token_is_masked():
