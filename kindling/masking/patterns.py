@@ -97,17 +97,20 @@ FLAG = re.compile(
 # Short options that take a password only in the commands that define them so: `-p` is a
 # port for ssh and "parents" for mkdir. mysql reads `-pPASS` attached; a lone `-p` prompts.
 _SHORT_VALUE = r"(?:'(?P<sq>[^'\n]*)'|\"(?P<dq>[^\"\n]*)\"|(?P<bare>[^\s'\"-][^\s'\"]*))"
-COMMAND_PASSWORDS = (
-    re.compile(
-        r"(?<![A-Za-z0-9_-])(?:(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry)"
-        r"[ \t]+login|twine[ \t]+upload)\b[^\n;|&]{0,200}?[ \t]-p(?:[ \t]+|(?=[^\s-]))"
-        + _SHORT_VALUE
-    ),
-    re.compile(r"sshpass\b[^\n;|&]{0,100}?[ \t]-p[ \t]*" + _SHORT_VALUE),
-    re.compile(
-        r"(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mariadb|mariadb-dump)\b"
-        r"[^\n;|&]{0,200}?[ \t]-p" + _SHORT_VALUE
-    ),
+# The password option after a login command: found from the literal word (`login`,
+# `upload`), then the command before it and the option after it are checked.
+LOGIN_WORDS = (re.compile(r"login\b"), re.compile(r"upload\b"))
+LOGIN_COMMAND = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry"
+    r"|twine)[ \t]+\Z"
+)
+LOGIN_PASSWORD = re.compile(
+    r"[^\n;|&]{0,200}?[ \t]-p(?:[ \t]+|(?=[^\s-]))" + _SHORT_VALUE
+)
+SSHPASS = re.compile(r"sshpass\b[^\n;|&]{0,100}?[ \t]-p[ \t]*" + _SHORT_VALUE)
+MYSQL = re.compile(
+    r"m(?:ysql|ariadb)(?<![A-Za-z0-9_-]m....)(?<![A-Za-z0-9_-]m......)"
+    r"(?:dump|admin|import|check|-dump)?\b[^\n;|&]{0,200}?[ \t]-p" + _SHORT_VALUE
 )
 # `curl -u user:password` and `--user 'user:password'`: only the password goes.
 CURL_USER = re.compile(
@@ -142,7 +145,6 @@ KNOWN_TOKENS = (
     re.compile(r"github_pat_(?<![A-Za-z0-9_-]github_pat_)[A-Za-z0-9_]{20,}"),
     re.compile(r"AKIA(?<![A-Za-z0-9]AKIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
     re.compile(r"ASIA(?<![A-Za-z0-9]ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
-    re.compile(r"(?<![A-Za-z0-9_-])[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"),
     re.compile(r"whsec_(?<![A-Za-z0-9_-]whsec_)[A-Za-z0-9]{20,}"),
     re.compile(r"AIza(?<![A-Za-z0-9_-]AIza)[A-Za-z0-9_-]{35}" + _B),
     re.compile(r"glpat-(?<![A-Za-z0-9_-]glpat-)[A-Za-z0-9_-]{20,}"),
@@ -152,19 +154,24 @@ KNOWN_TOKENS = (
     re.compile(r"SG\.(?<![A-Za-z0-9_.-]SG\.)[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + _B),
     # A JWT: base64url of `{"` twice (header and payload), then a signature that may be empty.
     re.compile(r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
-    # Discord: base64 of the numeric bot id, a 6-character timestamp, then the HMAC.
-    re.compile(
-        r"(?<![A-Za-z0-9_.-])[MNO](?=[A-Za-z_-]{0,26}[0-9])[A-Za-z0-9_-]{23,27}"
-        r"\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}" + _B
-    ),
 )
+# Stripe secret and restricted keys: found from `k_live_`/`k_test_`, the `s` or `r` before
+# it is checked afterwards.
+STRIPE = re.compile(r"k_(?:live|test)_[A-Za-z0-9]{16,}")
+# Discord: base64 of the numeric bot id, a 6-character timestamp, then the HMAC. The middle
+# is searched (it starts with a literal dot), then the id part is checked before it.
+DISCORD_TAIL = re.compile(r"\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}" + _B)
+DISCORD_HEAD = re.compile(r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\Z")
 # Telegram: the bot's numeric id, a colon, then 35 characters starting with "AA".
 TELEGRAM = re.compile(r":AA[A-Za-z0-9_-]{33}" + _B)
 TELEGRAM_ID = re.compile(r"(?<![0-9A-Za-z])[0-9]{8,10}\Z")
 
 # A bare AWS secret access key has no prefix: it counts next to its AKIA id or after the
 # label `aws configure` prints. Both letter cases are required, which keeps out hex digests.
-AWS_KEY_ID = re.compile(r"(?:AKIA|ASIA)(?<![A-Za-z0-9]....)[A-Z0-9]{16}(?![A-Za-z0-9])")
+AWS_KEY_IDS = tuple(
+    re.compile(prefix + rf"(?<![A-Za-z0-9]{prefix})[A-Z0-9]{{16}}(?![A-Za-z0-9])")
+    for prefix in ("AKIA", "ASIA")
+)
 AWS_SECRET = re.compile(
     r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[A-Z])"
     r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"

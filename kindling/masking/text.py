@@ -198,6 +198,26 @@ def _break_before(view: str, pos: int) -> int | None:
     return None
 
 
+def _commands(view: str) -> Iterator[Span]:
+    for word in p.LOGIN_WORDS:
+        for m in word.finditer(view):
+            if p.LOGIN_COMMAND.search(view, max(0, m.start() - 40), m.start()):
+                found = p.LOGIN_PASSWORD.match(view, m.end())
+                if found and found.group(found.lastgroup) != MASK:
+                    yield found.span(found.lastgroup)
+    if "sshpass" in view:
+        yield from _group_spans(view, (p.SSHPASS,))
+    if "mysql" in view or "mariadb" in view:
+        yield from _group_spans(view, (p.MYSQL,))
+
+
+def _discord(view: str) -> Iterator[Span]:
+    for m in p.DISCORD_TAIL.finditer(view):
+        head = p.DISCORD_HEAD.search(view, max(0, m.start() - 28), m.start())
+        if head and any(c.isdigit() for c in head.group()):
+            yield head.start(), m.end()
+
+
 def _telegram(view: str) -> Iterator[Span]:
     for m in p.TELEGRAM.finditer(view):
         bot_id = p.TELEGRAM_ID.search(view, max(0, m.start() - 10), m.start())
@@ -205,15 +225,17 @@ def _telegram(view: str) -> Iterator[Span]:
             yield bot_id.start(), m.end()
 
 
-def _aws_secrets(view: str) -> Iterator[Span]:
+def _aws_secrets(view: str, lowered: str) -> Iterator[Span]:
     scanned = 0  # windows overlap: each stretch is searched once (less a key's length)
-    for m in p.AWS_KEY_ID.finditer(view):
-        lo = max(0, m.start() - p.AWS_NEAR, scanned - 40)
-        hi = min(len(view), m.end() + p.AWS_NEAR)
+    ids = sorted((m.start(), m.end()) for pattern in p.AWS_KEY_IDS for m in pattern.finditer(view))
+    for id_start, id_end in ids:
+        lo = max(0, id_start - p.AWS_NEAR, scanned - 40)
+        hi = min(len(view), id_end + p.AWS_NEAR)
         for secret in p.AWS_SECRET.finditer(view, lo, hi):
             yield secret.span()
         scanned = hi
-    yield from _group_spans(view, (p.AWS_SECRET_LABEL,), "secret")
+    if "access key" in lowered:
+        yield from _group_spans(view, (p.AWS_SECRET_LABEL,), "secret")
 
 
 def _basic(view: str) -> Iterator[Span]:
@@ -233,22 +255,32 @@ def _basic(view: str) -> Iterator[Span]:
             pos = m.start() + 1
 
 
+def _token_char(char: str) -> bool:
+    return char.isascii() and (char.isalnum() or char in "_-")
+
+
 def _known_tokens(view: str) -> Iterator[Span]:
     for pattern in p.KNOWN_TOKENS:
         for m in pattern.finditer(view):
             yield m.span()
+    for m in p.STRIPE.finditer(view):
+        start = m.start() - 1
+        if start >= 0 and view[start] in "sr" and (start == 0 or not _token_char(view[start - 1])):
+            yield start, m.end()
+    yield from _discord(view)
 
 
 def find_spans(view: str) -> list[Span]:
     """Every secret in `view` as merged, sorted spans."""
+    lowered = view.lower()
     spans = [
         *_assignments(view),
         *_flags(view),
-        *_group_spans(view, p.COMMAND_PASSWORDS),
+        *_commands(view),
         *_group_spans(view, (p.CURL_USER, p.URL_CREDENTIALS, p.SLACK_WEBHOOK, p.BEARER), "secret"),
         *_known_tokens(view),
         *_telegram(view),
-        *_aws_secrets(view),
+        *_aws_secrets(view, lowered),
         *_basic(view),
         *_pem_without_begin(view),
     ]
