@@ -157,14 +157,19 @@ def timings(runs: int) -> list[tuple[str, float, float]]:
         new(text), old(text)  # warm
         pairs = [(cpu_ms(old, text), cpu_ms(new, text)) for _ in range(runs)]
         rows.append((label, min(a for a, _ in pairs), min(b for _, b in pairs)))
-    small = "ran pytest -q: 12 passed in 0.81s"
-    # A short write that the gate turns away (old: the gate in front of masking, as memory.py
-    # called it), in microseconds rather than milliseconds.
-    rows.append((
-        "small write the gate turns away (us)",
-        min(cpu_ms(old_gate, small, 2000) for _ in range(runs)) * 1000,
-        min(cpu_ms(gated, small, 2000) for _ in range(runs)) * 1000,
-    ))
+    # Short writes, the common case, through the gate as memory.py called it, in microseconds.
+    def old_gated(text: str) -> tuple[str, int]:
+        return old(text) if old_gate(text) else (text, 0)
+
+    for label, small in (
+        ("short write the gates turn away (us)", "build finished in 0.81s, 3 files changed"),
+        ("short write the gates let through (us)", "ran pytest -q: 12 passed, token refreshed"),
+    ):
+        rows.append((
+            label,
+            min(cpu_ms(old_gated, small, 2000) for _ in range(runs)) * 1000,
+            min(cpu_ms(gated, small, 2000) for _ in range(runs)) * 1000,
+        ))
     source = subprocess.run(
         ["git", "-C", str(ROOT), "show", f"{OLD_COMMIT}:kindling/masking.py"],
         capture_output=True, text=True, check=True,
