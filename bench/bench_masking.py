@@ -10,9 +10,10 @@ read with `git show` into a throwaway module; it is only measured, never importe
 Kindling. The 100 KB output is a realistic mix (pytest run, git log, npm install, a JSON
 tool response, a diff), once clean and once with ten secrets spread through it. Each figure
 is the fastest of interleaved runs, in CPU time of the measuring thread (the machine is
-shared, so wall time mostly measures the neighbours). `--detect-secrets PYTHON` runs the same corpora and the
-same 100 KB text through detect-secrets (default plugins and filters) in that interpreter,
-which must have `detect-secrets` installed (a throwaway venv: it is not a dependency).
+shared, so wall time mostly measures the neighbours). `--detect-secrets PYTHON` runs the
+same corpora and the same 100 KB text through detect-secrets (default plugins and
+filters) in that interpreter, which must have `detect-secrets` installed (a throwaway venv:
+it is not a dependency).
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ TARGET = 2.0  # new cost <= 2x old
 
 SECRETS = [
     "export GITHUB_TOKEN=ghp_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d",
-    "Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIzMzk2ODU3NjkiLCJleHAiOjE3MDAwMDAwMDB9.F8EFd0Nhcy-1kGD2VD-eR1UYzaLiA-zNyD7CHLn-xC_",
+    "Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    ".eyJzdWIiOiIzMzk2ODU3NjkiLCJleHAiOjE3MDAwMDAwMDB9.F8EFd0Nhcy-1kGD2VD-eR1UYzaLiA-zNyD7CHLn-xC_",
     "stripe.api_key = 'sk_live_7iB3m03nbqnsGpWLuqIA1id6'",
     "DATABASE_URL=postgres://app:s3cr3t-Dove@db.internal:5432/app",
     "curl -u admin:hunter2 https://api.example.com/v1/items",
@@ -95,7 +97,9 @@ def tool_output(with_secrets: bool, size: int = 100_000) -> str:
 def _module_at(path: str, name: str) -> types.ModuleType:
     source = subprocess.run(
         ["git", "-C", str(ROOT), "show", f"{OLD_COMMIT}:{path}"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     module = types.ModuleType(name)
     exec(compile(source, f"{name}.py", "exec"), module.__dict__)
@@ -140,7 +144,11 @@ def compile_ms(load, runs: int) -> float:
 
 
 def _load_new() -> None:
-    for name in ("kindling.masking.structured", "kindling.masking.text", "kindling.masking.patterns"):
+    for name in (
+        "kindling.masking.structured",
+        "kindling.masking.text",
+        "kindling.masking.patterns",
+    ):
         sys.modules.pop(name, None)
     importlib.import_module("kindling.masking.structured")
 
@@ -153,10 +161,14 @@ def timings(runs: int) -> list[tuple[str, float, float]]:
     old = old_source.mask_text
     old_gate = old_gate_module().might_hold_secret
     rows = []
-    for label, text in (("100 KB, no secrets", tool_output(False)), ("100 KB, 10 secrets", tool_output(True))):
+    for label, text in (
+        ("100 KB, no secrets", tool_output(False)),
+        ("100 KB, 10 secrets", tool_output(True)),
+    ):
         new(text), old(text)  # warm
         pairs = [(cpu_ms(old, text), cpu_ms(new, text)) for _ in range(runs)]
         rows.append((label, min(a for a, _ in pairs), min(b for _, b in pairs)))
+
     # Short writes, the common case, through the gate as memory.py called it, in microseconds.
     def old_gated(text: str) -> tuple[str, int]:
         return old(text) if old_gate(text) else (text, 0)
@@ -165,21 +177,27 @@ def timings(runs: int) -> list[tuple[str, float, float]]:
         ("short write the gates turn away (us)", "build finished in 0.81s, 3 files changed"),
         ("short write the gates let through (us)", "ran pytest -q: 12 passed, token refreshed"),
     ):
-        rows.append((
-            label,
-            min(cpu_ms(old_gated, small, 2000) for _ in range(runs)) * 1000,
-            min(cpu_ms(gated, small, 2000) for _ in range(runs)) * 1000,
-        ))
+        rows.append(
+            (
+                label,
+                min(cpu_ms(old_gated, small, 2000) for _ in range(runs)) * 1000,
+                min(cpu_ms(gated, small, 2000) for _ in range(runs)) * 1000,
+            )
+        )
     source = subprocess.run(
         ["git", "-C", str(ROOT), "show", f"{OLD_COMMIT}:kindling/masking.py"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     code = compile(source, "old_masking.py", "exec")
-    rows.append((
-        "compile the patterns (once per process)",
-        compile_ms(lambda: exec(code, {"__name__": "old_masking"}), runs),
-        compile_ms(_load_new, runs),
-    ))
+    rows.append(
+        (
+            "compile the patterns (once per process)",
+            compile_ms(lambda: exec(code, {"__name__": "old_masking"}), runs),
+            compile_ms(_load_new, runs),
+        )
+    )
     return rows
 
 
@@ -237,10 +255,15 @@ def main() -> None:
         return
     from kindling.masking import mask_text
 
-    names = [n for n, wanted in (("corpus.txt", args.corpus), ("heldout.txt", args.heldout)) if wanted]
+    names = [
+        n for n, wanted in (("corpus.txt", args.corpus), ("heldout.txt", args.heldout)) if wanted
+    ]
     for name in names:
         cases = masking_corpus.load(name)
-        new, old = masking_corpus.score(cases, mask_text), masking_corpus.score(cases, old_module().mask_text)
+        new, old = (
+            masking_corpus.score(cases, mask_text),
+            masking_corpus.score(cases, old_module().mask_text),
+        )
         print(f"{name}: new {new.line()}")
         print(f"{name}: old {old.line()}")
         if new.missed or new.changed or new.inexact:
@@ -248,7 +271,9 @@ def main() -> None:
     if args.detect_secrets:
         result = subprocess.run(
             [args.detect_secrets, __file__, "--detect-secrets-worker"],
-            capture_output=True, text=True, check=True,
+            capture_output=True,
+            text=True,
+            check=True,
         )
         for key, value in json.loads(result.stdout).items():
             print(f"detect-secrets {key}: {value}")

@@ -56,8 +56,10 @@ TRIGGERS = (
 # fullwidth ASCII and the Cyrillic and Greek letters that look like Latin ones.
 _LOOK_ALIKES = {
     **{chr(0xFF01 + i): chr(0x21 + i) for i in range(0x5E)},
-    **dict(zip("аеорсухѕіјԁԛԝһкмнтвАЕОРСУХЅІЈКМНТВ", "aeopcyxsijdqwhkmhtbAEOPCYXSIJKMHTB")),
-    **dict(zip("αοριυνκτεΑΒΕΖΗΙΚΜΝΟΡΤΥΧ", "aopiuvkteABEZHIKMNOPTYX")),
+    **dict(
+        zip("аеорсухѕіјԁԛԝһкмнтвАЕОРСУХЅІЈКМНТВ", "aeopcyxsijdqwhkmhtbAEOPCYXSIJKMHTB", strict=True)
+    ),
+    **dict(zip("αοριυνκτεΑΒΕΖΗΙΚΜΝΟΡΤΥΧ", "aopiuvkteABEZHIKMNOPTYX", strict=True)),
     "ı": "i",
     "ſ": "s",
 }

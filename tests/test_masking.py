@@ -98,7 +98,10 @@ EXACT = [
     ("-----BEGIN PRIVATE KEY-----\nAAA\n-----END PRIVATE KEY-----", "[REDACTED]"),
     ("-----BEGIN PGP PRIVATE KEY BLOCK-----\nx\n-----END PGP PRIVATE KEY BLOCK-----", MASK),
     # credentials in URLs: only the password goes
-    ("git clone https://user:pa55word@github.com/o/r", "git clone https://user:[REDACTED]@github.com/o/r"),
+    (
+        "git clone https://user:pa55word@github.com/o/r",
+        "git clone https://user:[REDACTED]@github.com/o/r",
+    ),
     ("postgres://app:s3cret@db:5432/app", "postgres://app:[REDACTED]@db:5432/app"),
     ("redis://:s3cret@localhost:6379", "redis://:[REDACTED]@localhost:6379"),
     ("https://user:p@ss@host/x", "https://user:[REDACTED]@host/x"),
@@ -106,7 +109,9 @@ EXACT = [
 
 
 def test_masks_exactly_the_secret():
-    wrong = [(text, mask_text(text)) for text, expected in EXACT if mask_text(text) != (expected, 1)]
+    wrong = [
+        (text, mask_text(text)) for text, expected in EXACT if mask_text(text) != (expected, 1)
+    ]
     assert not wrong
 
 
@@ -184,16 +189,61 @@ def test_masking_twice_changes_nothing_more():
 
 # Pieces that make secrets, near-secrets and already-masked text when joined at random.
 FRAGMENTS = [
-    "api_key", "token", "Token", "password", "secret", "Authorization", "auth", "pwd", "oauth",
-    "=", ":", ":=", "=>", "==", "::", " ", "  ", "\t", "\n", '"', "'", "\\", '\\"', ",", ")",
-    "]", "&", "[REDACTED]", "[REDACTED", "Bearer ", "Basic ", BASIC, "abc123", "none", "sk-",
-    "ghp_", "xoxb-", "github_pat_", "AKIA", "0123456789ABCDEF", "abcdefghij", "https://",
-    "user", "@", "host", "/", "--", "-", "-----BEGIN RSA PRIVATE KEY-----",
-    "-----END RSA PRIVATE KEY-----", "-----BEGIN PRIVATE KEY-----", GITHUB_TOKEN, JWT,
+    "api_key",
+    "token",
+    "Token",
+    "password",
+    "secret",
+    "Authorization",
+    "auth",
+    "pwd",
+    "oauth",
+    "=",
+    ":",
+    ":=",
+    "=>",
+    "==",
+    "::",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    '"',
+    "'",
+    "\\",
+    '\\"',
+    ",",
+    ")",
+    "]",
+    "&",
+    "[REDACTED]",
+    "[REDACTED",
+    "Bearer ",
+    "Basic ",
+    BASIC,
+    "abc123",
+    "none",
+    "sk-",
+    "ghp_",
+    "xoxb-",
+    "github_pat_",
+    "AKIA",
+    "0123456789ABCDEF",
+    "abcdefghij",
+    "https://",
+    "user",
+    "@",
+    "host",
+    "/",
+    "--",
+    "-",
+    "-----BEGIN RSA PRIVATE KEY-----",
+    "-----END RSA PRIVATE KEY-----",
+    "-----BEGIN PRIVATE KEY-----",
+    GITHUB_TOKEN,
+    JWT,
 ]
-fragment_text = st.lists(
-    st.sampled_from(FRAGMENTS) | st.text(max_size=4), max_size=40
-).map("".join)
+fragment_text = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=4), max_size=40).map("".join)
 
 
 @settings(max_examples=400)
@@ -231,15 +281,18 @@ def test_text_without_secrets_is_unchanged(text):
     assert mask_text(text) == (text, 0)
 
 
-
 # ---------------------------------------------------------------- the labelled corpus
 
 
 def test_corpus_has_every_secret_masked_and_every_look_alike_intact():
     score = masking_corpus.score(CORPUS, mask_text)
     assert score.secrets >= 80 and score.keeps >= 80, score.line()
-    report = f"{score.line()}; missed {score.missed}; changed {score.changed}; inexact {score.inexact}"
-    assert score.caught == score.secrets and not score.changed and score.exact == score.secrets, report
+    report = (
+        f"{score.line()}; missed {score.missed}; changed {score.changed}; inexact {score.inexact}"
+    )
+    assert score.caught == score.secrets and not score.changed and score.exact == score.secrets, (
+        report
+    )
 
 
 def test_every_corpus_secret_passes_the_gate():
@@ -309,8 +362,11 @@ def test_curl_user_password_is_masked():
 
 
 def test_value_split_across_lines_is_masked():
-    for name in ("value split across lines yaml", "value split across lines shell continuation",
-                 "value split across lines yaml block scalar"):
+    for name in (
+        "value split across lines yaml",
+        "value split across lines shell continuation",
+        "value split across lines yaml block scalar",
+    ):
         _check(name)
 
 
@@ -348,12 +404,21 @@ def test_sshpass_password_is_masked():
 
 
 def test_keys_named_pass_pw_and_credentials_are_masked():
-    for name in ("key named pass", "key named pass in yaml", "key named pw", "key named credentials"):
+    for name in (
+        "key named pass",
+        "key named pass in yaml",
+        "key named pw",
+        "key named credentials",
+    ):
         _check(name)
 
 
 def test_unicode_look_alikes_of_password_are_masked():
-    for name in ("unicode look-alike cyrillic a", "unicode look-alike greek omicron", "unicode fullwidth"):
+    for name in (
+        "unicode look-alike cyrillic a",
+        "unicode look-alike greek omicron",
+        "unicode fullwidth",
+    ):
         _check(name)
 
 
@@ -398,17 +463,28 @@ def test_argv_password_is_masked():
     cases = [
         (["mysql", "--password", "R00t-Pass-9", "shop"], ["mysql", "--password", MASK, "shop"]),
         (["mysql", "-uroot", "-pR00t-Pass-9"], ["mysql", "-uroot", "-p" + MASK]),
-        (["docker", "login", "-u", "ci", "-p", "Vx7-cobalt"], ["docker", "login", "-u", "ci", "-p", MASK]),
+        (
+            ["docker", "login", "-u", "ci", "-p", "Vx7-cobalt"],
+            ["docker", "login", "-u", "ci", "-p", MASK],
+        ),
         (["sshpass", "-p", "Vx7-cobalt", "ssh", "h"], ["sshpass", "-p", MASK, "ssh", "h"]),
-        (["curl", "-u", "admin:hunter2", "https://x"], ["curl", "-u", "admin:" + MASK, "https://x"]),
+        (
+            ["curl", "-u", "admin:hunter2", "https://x"],
+            ["curl", "-u", "admin:" + MASK, "https://x"],
+        ),
     ]
     for argv, expected in cases:
         assert mask_json({"argv": argv}) == ({"argv": expected}, 1), argv
 
 
 def test_argv_without_a_password_is_kept():
-    for argv in (["ssh", "-p", "2222", "host"], ["mkdir", "-p", "a/b"], ["mysql", "-u", "root", "-p"],
-                 ["docker", "run", "-p", "8080:80", "img"], ["tool", "--password-stdin", "x"]):
+    for argv in (
+        ["ssh", "-p", "2222", "host"],
+        ["mkdir", "-p", "a/b"],
+        ["mysql", "-u", "root", "-p"],
+        ["docker", "run", "-p", "8080:80", "img"],
+        ["tool", "--password-stdin", "x"],
+    ):
         assert mask_json({"argv": argv}) == ({"argv": argv}, 0), argv
 
 
@@ -431,12 +507,16 @@ def test_mask_then_cut_never_leaves_part_of_a_secret():
             assert count == 2 and cut
             assert token[:6] not in out and token[-6:] not in out
             # A mask is either whole or gone: no `[REDAC` or `ACTED]` is left at a cut.
-            kept = re.sub(r"\n\[\.\.\. kindling cut [0-9,]+ of [0-9,]+ characters here \.\.\.\]\n", "", out)
+            kept = re.sub(
+                r"\n\[\.\.\. kindling cut [0-9,]+ of [0-9,]+ characters here \.\.\.\]\n", "", out
+            )
             assert kept.count("[") == kept.count(MASK) == kept.count("]")
 
 
 def test_mask_then_cut_keeps_short_text_whole():
     assert mask_then_cut("password=hunter2", 100) == ("password=[REDACTED]", 1, False)
+
+
 # ---------------------------------------------------------------- JSON
 
 
@@ -475,9 +555,25 @@ def test_mask_json_walks_nested_provenance():
 
 @pytest.mark.parametrize(
     "key",
-    ["api_key", "apikey", "API-KEY", "token", "access_token", "secret", "client_secret",
-     "password", "passwd", "pwd", "Authorization", "auth", "private_key", "x-auth-token",
-     "aws_secret_access_key", "refreshToken", "PGPASSWORD"],
+    [
+        "api_key",
+        "apikey",
+        "API-KEY",
+        "token",
+        "access_token",
+        "secret",
+        "client_secret",
+        "password",
+        "passwd",
+        "pwd",
+        "Authorization",
+        "auth",
+        "private_key",
+        "x-auth-token",
+        "aws_secret_access_key",
+        "refreshToken",
+        "PGPASSWORD",
+    ],
 )
 def test_credential_keys_mask_their_string_value_whole(key):
     assert mask_json({key: "looks harmless"}) == ({key: MASK}, 1)
@@ -515,8 +611,10 @@ def test_mask_json_of_a_plain_string_or_scalar():
 json_keys = st.sampled_from(["password", "token", "name", "cmd", "Authorization", "env", "n"])
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | fragment_text,
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(json_keys | st.text(max_size=6), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(json_keys | st.text(max_size=6), children, max_size=4)
+    ),
     max_leaves=20,
 )
 
@@ -547,12 +645,46 @@ def test_ten_megabytes_mask_in_one_pass():
 
 
 PATHOLOGICAL_UNITS = [
-    "a", "=", ":", "token=", "token= ", "token:", "token ", "password-", "://", "://a:",
-    "--a-", "--token ", "-----BEGIN ", "Bearer ", "Basic ", "Basic abcd ", "sk-", 'token="\\',
-    "AAAA", "\\", "password:\n", "secret: |\n", "TOKEN=\\\n", "AKIAAAAAAAAAAAAAAAAA ",
-    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAa1 ", "-----END RSA PRIVATE KEY-----\n", "QUJD\n",
-    "docker login ", "curl -u a", "mysql ", "sshpass ", "eyJhbGciOi.", "1234567890:AA", "M" * 30 + ".",
-    "${", "os.environ[", "get_token(", "AIza", "pаssword=", "x" * 39 + ":",
+    "a",
+    "=",
+    ":",
+    "token=",
+    "token= ",
+    "token:",
+    "token ",
+    "password-",
+    "://",
+    "://a:",
+    "--a-",
+    "--token ",
+    "-----BEGIN ",
+    "Bearer ",
+    "Basic ",
+    "Basic abcd ",
+    "sk-",
+    'token="\\',
+    "AAAA",
+    "\\",
+    "password:\n",
+    "secret: |\n",
+    "TOKEN=\\\n",
+    "AKIAAAAAAAAAAAAAAAAA ",
+    "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAa1 ",
+    "-----END RSA PRIVATE KEY-----\n",
+    "QUJD\n",
+    "docker login ",
+    "curl -u a",
+    "mysql ",
+    "sshpass ",
+    "eyJhbGciOi.",
+    "1234567890:AA",
+    "M" * 30 + ".",
+    "${",
+    "os.environ[",
+    "get_token(",
+    "AIza",
+    "pаssword=",
+    "x" * 39 + ":",
 ]
 BUDGET_S = 2.0  # per 100 KB input; measured runs take a small fraction of this
 
@@ -590,8 +722,28 @@ def test_the_gate_lets_every_masked_case_through():
 
 
 fragments = st.sampled_from(
-    [*TRIGGERS, "=", ":", " ", "\n", '"', "api_", "_", "-", "/", "@", "Bearer ", "Basic ",
-     "ghp_", "AKIA", "sk-", "x" * 20, "A1b2C3d4E5f6G7h8I9j0", BASIC, "-----END"]
+    [
+        *TRIGGERS,
+        "=",
+        ":",
+        " ",
+        "\n",
+        '"',
+        "api_",
+        "_",
+        "-",
+        "/",
+        "@",
+        "Bearer ",
+        "Basic ",
+        "ghp_",
+        "AKIA",
+        "sk-",
+        "x" * 20,
+        "A1b2C3d4E5f6G7h8I9j0",
+        BASIC,
+        "-----END",
+    ]
 )
 
 

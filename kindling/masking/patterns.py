@@ -104,9 +104,7 @@ LOGIN_COMMAND = re.compile(
     r"(?<![A-Za-z0-9_-])(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry"
     r"|twine)[ \t]+\Z"
 )
-LOGIN_PASSWORD = re.compile(
-    r"[^\n;|&]{0,200}?[ \t]-p(?:[ \t]+|(?=[^\s-]))" + _SHORT_VALUE
-)
+LOGIN_PASSWORD = re.compile(r"[^\n;|&]{0,200}?[ \t]-p(?:[ \t]+|(?=[^\s-]))" + _SHORT_VALUE)
 SSHPASS = re.compile(r"sshpass\b[^\n;|&]{0,100}?[ \t]-p[ \t]*" + _SHORT_VALUE)
 MYSQL = re.compile(
     r"m(?:ysql|ariadb)(?<![A-Za-z0-9_-]m....)(?<![A-Za-z0-9_-]m......)"
@@ -196,9 +194,7 @@ MASK_ONLY = re.compile(r"(?:\s|\\[nrt])*\[REDACTED\](?:\s|\\[nrt])*")
 
 # Values that are code, not secrets: a reference to a variable or a template, a call, a
 # subscript, an attribute path, a type, a placeholder.
-REFERENCE = re.compile(
-    r"\$[A-Za-z_{(]|\{\{|%[A-Za-z_][A-Za-z0-9_]*%|<[^<>\n]{1,60}>"
-)
+REFERENCE = re.compile(r"\$[A-Za-z_{(]|\{\{|%[A-Za-z_][A-Za-z0-9_]*%|<[^<>\n]{1,60}>")
 DOTTED_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+")
 CALL = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.]*[(\[]")
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -209,9 +205,40 @@ FILE_SUFFIX = re.compile(r"\.[a-z]{2,5}\Z")
 SCHEME_ONLY = re.compile(r"(?:bearer|basic|token|bot)\s*", re.IGNORECASE)
 NOT_SECRETS = frozenset(
     (
-        "true", "false", "null", "none", "nil", "undefined", "str", "string", "int", "bool",
-        "bytes", "number", "boolean", "any", "unknown", "object", "float", "void", "secretstr",
-        "await", "new", "yield", "function", "lambda", "async", "self", "this", "typeof",
-        "require", "not", "include", "omit", "same-origin", "required", "optional",
+        "true",
+        "false",
+        "null",
+        "none",
+        "nil",
+        "undefined",
+        "str",
+        "string",
+        "int",
+        "bool",
+        "bytes",
+        "number",
+        "boolean",
+        "any",
+        "unknown",
+        "object",
+        "float",
+        "void",
+        "secretstr",
+        "await",
+        "new",
+        "yield",
+        "function",
+        "lambda",
+        "async",
+        "self",
+        "this",
+        "typeof",
+        "require",
+        "not",
+        "include",
+        "omit",
+        "same-origin",
+        "required",
+        "optional",
     )
 )

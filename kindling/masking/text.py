@@ -42,10 +42,15 @@ def _is_code(view: str, start: int, end: int) -> bool:
     value = view[start:end]
     if len(value) <= 2 or value.lower() in p.NOT_SECRETS:
         return True
-    if p.REFERENCE.match(value) or p.PLACEHOLDER.fullmatch(value) or p.SHORT_NUMBER.fullmatch(value):
+    if (
+        p.REFERENCE.match(value)
+        or p.PLACEHOLDER.fullmatch(value)
+        or p.SHORT_NUMBER.fullmatch(value)
+    ):
         return True
     if p.CALL.match(value) or (
-        view.startswith(("(", "["), end) and (p.NAME.fullmatch(value) or p.DOTTED_NAME.fullmatch(value))
+        view.startswith(("(", "["), end)
+        and (p.NAME.fullmatch(value) or p.DOTTED_NAME.fullmatch(value))
     ):
         return True  # a call or a subscript
     if p.DOTTED_NAME.fullmatch(value):
@@ -121,7 +126,9 @@ def _next_line_span(view: str, sep: int, start: int) -> Span | None:
         return None
     if end.group("cont") is None:
         # YAML: a plain scalar indented under its key; `user: bob` below is a nested mapping.
-        if len(nxt.group("indent")) <= _indent_of_line(view, sep) or nxt.group("value").endswith(":"):
+        if len(nxt.group("indent")) <= _indent_of_line(view, sep) or nxt.group("value").endswith(
+            ":"
+        ):
             return None
     m = p.ASSIGNED_VALUE.match(view, nxt.start("value"))
     return _value_span(view, m) if m else None
@@ -131,7 +138,9 @@ def _assignments(view: str) -> Iterator[Span]:
     reversed_view, length = view[::-1], len(view)
     # A hit in the reversed text ends at a separator; the value starts right after it.
     starts = sorted(
-        length - m.start() for pattern in p.SEPARATORS_REVERSED for m in pattern.finditer(reversed_view)
+        length - m.start()
+        for pattern in p.SEPARATORS_REVERSED
+        for m in pattern.finditer(reversed_view)
     )
     done = 0
     for start in starts:
@@ -159,7 +168,9 @@ def _flags(view: str) -> Iterator[Span]:
                 yield span
 
 
-def _group_spans(view: str, patterns: tuple[re.Pattern[str], ...], group: str | None = None) -> Iterator[Span]:
+def _group_spans(
+    view: str, patterns: tuple[re.Pattern[str], ...], group: str | None = None
+) -> Iterator[Span]:
     for pattern in patterns:
         for m in pattern.finditer(view):
             name = group or m.lastgroup

@@ -55,7 +55,8 @@ class Score:
 
     def line(self) -> str:
         return (
-            f"recall {self.caught}/{self.secrets} ({100 * self.caught / max(self.secrets, 1):.1f}%), "
+            f"recall {self.caught}/{self.secrets} "
+            f"({100 * self.caught / max(self.secrets, 1):.1f}%), "
             f"exact {self.exact}/{self.secrets}, false positives {len(self.changed)}/{self.keeps}"
         )
 
