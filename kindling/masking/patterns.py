@@ -199,7 +199,8 @@ DOTTED_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*
 CALL = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.]*[(\[]")
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PLACEHOLDER = re.compile(r"\.{3,}|\*{3,}|[xX]{3,}|…")
-SHORT_NUMBER = re.compile(r"[0-9]{1,3}")
+# Counts, ratios and durations: `refresh_token: 3 failed`, `pass: 12/12`, `auth: 35ms`.
+SHORT_NUMBER = re.compile(r"[0-9]{1,3}(?:/[0-9]{1,5})?|[0-9]+(?:\.[0-9]+)?(?:ms|s|%)")
 PATH = re.compile(r"(?:~|\.{1,2})?(?:/[A-Za-z0-9_.@-]+)+/?")
 FILE_SUFFIX = re.compile(r"\.[a-z]{2,5}\Z")
 SCHEME_ONLY = re.compile(r"(?:bearer|basic|token|bot)\s*", re.IGNORECASE)

@@ -121,15 +121,15 @@ def _next_line_span(view: str, sep: int, start: int) -> Span | None:
     end = p.LINE_END.match(view, start)
     if end is None or end.end() == len(view):
         return None
+    if end.group("cont") is not None:
+        m = p.ASSIGNED_VALUE.match(view, end.end())  # `TOKEN=\\` then the value on its own
+        return _value_span(view, m) if m else None
+    # YAML: a plain scalar indented under its key; `user: bob` below is a nested mapping.
     nxt = p.NEXT_LINE_VALUE.match(view, end.end())
-    if nxt is None:
+    if nxt is None or nxt.group("value").endswith(":"):
         return None
-    if end.group("cont") is None:
-        # YAML: a plain scalar indented under its key; `user: bob` below is a nested mapping.
-        if len(nxt.group("indent")) <= _indent_of_line(view, sep) or nxt.group("value").endswith(
-            ":"
-        ):
-            return None
+    if len(nxt.group("indent")) <= _indent_of_line(view, sep):
+        return None
     m = p.ASSIGNED_VALUE.match(view, nxt.start("value"))
     return _value_span(view, m) if m else None
 
