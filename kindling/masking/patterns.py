@@ -96,7 +96,10 @@ FLAG = re.compile(
 )
 # Short options that take a password only in the commands that define them so: `-p` is a
 # port for ssh and "parents" for mkdir. mysql reads `-pPASS` attached; a lone `-p` prompts.
-_SHORT_VALUE = r"(?:'(?P<sq>[^'\n]*)'|\"(?P<dq>[^\"\n]*)\"|(?P<bare>[^\s'\"-][^\s'\"]*))"
+_SHORT_VALUE = (
+    r"(?:'(?P<sq>[^'\n]*)'|\"(?P<dq>[^\"\n]*)\""
+    r"|(?P<bare>[^\s\"'`,;&)\]}=:>{(\[-][^\s\"'`,;&)\]}]*))"
+)
 # The password option after a login command: found from the literal word (`login`,
 # `upload`), then the command before it and the option after it are checked.
 LOGIN_WORDS = (re.compile(r"login\b"), re.compile(r"upload\b"))
@@ -113,7 +116,7 @@ MYSQL = re.compile(
 # `curl -u user:password` and `--user 'user:password'`: only the password goes.
 CURL_USER = re.compile(
     r"curl\b[^\n;|&]{0,300}?[ \t](?:-u|--user)(?:[ \t]*|=)(?P<q>['\"]?)[^\s:'\"]*:"
-    r"(?P<secret>[^\s'\"]+)"
+    r"(?P<secret>[^\s'\"`]+)"
 )
 
 # The whole block, or everything after an unterminated BEGIN line: a partial key is a key.

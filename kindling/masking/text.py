@@ -169,13 +169,25 @@ def _flags(view: str) -> Iterator[Span]:
 
 
 def _group_spans(
-    view: str, patterns: tuple[re.Pattern[str], ...], group: str | None = None
+    view: str, patterns: tuple[re.Pattern[str], ...], group: str | None = None, code: bool = False
 ) -> Iterator[Span]:
+    """The span of `group` (or of whichever group matched) in each match of `patterns`.
+
+    With `code`, a value that reads as code or a placeholder (`$PASS`, `X`) is left alone.
+    """
     for pattern in patterns:
         for m in pattern.finditer(view):
             name = group or m.lastgroup
-            if name and m.group(name) and m.group(name) != MASK:
-                yield m.span(name)
+            if not name or not m.group(name) or m.group(name) == MASK:
+                continue
+            start, end = m.span(name)
+            if code and (
+                _quoted_is_code(view[start:end])
+                if name in ("sq", "dq")
+                else _is_code(view, start, end)
+            ):
+                continue
+            yield start, end
 
 
 def _pem_without_begin(view: str) -> Iterator[Span]:
@@ -215,11 +227,13 @@ def _commands(view: str) -> Iterator[Span]:
             if p.LOGIN_COMMAND.search(view, max(0, m.start() - 40), m.start()):
                 found = p.LOGIN_PASSWORD.match(view, m.end())
                 if found and found.group(found.lastgroup) != MASK:
-                    yield found.span(found.lastgroup)
+                    start, end = found.span(found.lastgroup)
+                    if found.lastgroup != "bare" or not _is_code(view, start, end):
+                        yield start, end
     if "sshpass" in view:
-        yield from _group_spans(view, (p.SSHPASS,))
+        yield from _group_spans(view, (p.SSHPASS,), code=True)
     if "mysql" in view or "mariadb" in view:
-        yield from _group_spans(view, (p.MYSQL,))
+        yield from _group_spans(view, (p.MYSQL,), code=True)
 
 
 def _discord(view: str) -> Iterator[Span]:
@@ -288,7 +302,8 @@ def find_spans(view: str) -> list[Span]:
         *_assignments(view),
         *_flags(view),
         *_commands(view),
-        *_group_spans(view, (p.CURL_USER, p.URL_CREDENTIALS, p.SLACK_WEBHOOK, p.BEARER), "secret"),
+        *_group_spans(view, (p.CURL_USER, p.URL_CREDENTIALS), "secret", code=True),
+        *_group_spans(view, (p.SLACK_WEBHOOK, p.BEARER), "secret"),
         *_known_tokens(view),
         *_telegram(view),
         *_aws_secrets(view, lowered),
