@@ -148,7 +148,7 @@ def test_prose_and_code_without_secrets_stay_untouched():
 def test_counts_every_secret():
     text = (
         f"api_key=abc password=hunter2\nAuthorization: Bearer {JWT}\n{GITHUB_TOKEN} {AWS_KEY_ID}\n"
-        f"{PEM}\nhttps://u:p@h/"
+        f"{PEM}\nhttps://u:pw9@h/"
     )
     masked, count = mask_text(text)
     assert count == 7

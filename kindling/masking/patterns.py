@@ -109,9 +109,12 @@ LOGIN_COMMAND = re.compile(
 )
 LOGIN_PASSWORD = re.compile(r"[^\n;|&]{0,200}?[ \t]-p(?:[ \t]+|(?=[^\s-]))" + _SHORT_VALUE)
 SSHPASS = re.compile(r"sshpass\b[^\n;|&]{0,100}?[ \t]-p[ \t]*" + _SHORT_VALUE)
-MYSQL = re.compile(
-    r"m(?:ysql|ariadb)(?<![A-Za-z0-9_-]m....)(?<![A-Za-z0-9_-]m......)"
-    r"(?:dump|admin|import|check|-dump)?\b[^\n;|&]{0,200}?[ \t]-p" + _SHORT_VALUE
+MYSQL = tuple(
+    re.compile(
+        rf"{name}(?<![A-Za-z0-9_-]{name})(?:dump|admin|import|check|-dump)?\b"
+        r"[^\n;|&]{0,200}?[ \t]-p" + _SHORT_VALUE
+    )
+    for name in ("mysql", "mariadb")
 )
 # `curl -u user:password` and `--user 'user:password'`: only the password goes.
 CURL_USER = re.compile(
@@ -168,7 +171,8 @@ TELEGRAM = re.compile(r":AA[A-Za-z0-9_-]{33}" + _B)
 TELEGRAM_ID = re.compile(r"(?<![0-9A-Za-z])[0-9]{8,10}\Z")
 
 # A bare AWS secret access key has no prefix: it counts next to its AKIA id or after the
-# label `aws configure` prints. Both letter cases are required, which keeps out hex digests.
+# label `aws configure` prints (`AWS Secret Access Key [None]: `). Both letter cases are
+# required, which keeps out hex digests.
 AWS_KEY_IDS = tuple(
     re.compile(prefix + rf"(?<![A-Za-z0-9]{prefix})[A-Z0-9]{{16}}(?![A-Za-z0-9])")
     for prefix in ("AKIA", "ASIA")
@@ -179,8 +183,7 @@ AWS_SECRET = re.compile(
 )
 AWS_NEAR = 200
 AWS_SECRET_LABEL = re.compile(
-    r"AWS Secret Access Key(?: \[[^\]\n]{0,40}\])?:[ \t]*(?P<secret>[A-Za-z0-9/+]{40})",
-    re.IGNORECASE,
+    r"AWS Secret Access Key(?: \[[^\]\n]{0,40}\])?:[ \t]*(?P<secret>[A-Za-z0-9/+]{40})"
 )
 
 # A standalone `Bearer <value>` is masked only when the value looks like a token (a digit,

@@ -230,10 +230,7 @@ def _commands(view: str) -> Iterator[Span]:
                     start, end = found.span(found.lastgroup)
                     if found.lastgroup != "bare" or not _is_code(view, start, end):
                         yield start, end
-    if "sshpass" in view:
-        yield from _group_spans(view, (p.SSHPASS,), code=True)
-    if "mysql" in view or "mariadb" in view:
-        yield from _group_spans(view, (p.MYSQL,), code=True)
+    yield from _group_spans(view, (p.SSHPASS, *p.MYSQL), code=True)
 
 
 def _discord(view: str) -> Iterator[Span]:
@@ -250,7 +247,7 @@ def _telegram(view: str) -> Iterator[Span]:
             yield bot_id.start(), m.end()
 
 
-def _aws_secrets(view: str, lowered: str) -> Iterator[Span]:
+def _aws_secrets(view: str) -> Iterator[Span]:
     scanned = 0  # windows overlap: each stretch is searched once (less a key's length)
     ids = sorted((m.start(), m.end()) for pattern in p.AWS_KEY_IDS for m in pattern.finditer(view))
     for id_start, id_end in ids:
@@ -259,8 +256,7 @@ def _aws_secrets(view: str, lowered: str) -> Iterator[Span]:
         for secret in p.AWS_SECRET.finditer(view, lo, hi):
             yield secret.span()
         scanned = hi
-    if "access key" in lowered:
-        yield from _group_spans(view, (p.AWS_SECRET_LABEL,), "secret")
+    yield from _group_spans(view, (p.AWS_SECRET_LABEL,), "secret")
 
 
 def _basic(view: str) -> Iterator[Span]:
@@ -297,7 +293,6 @@ def _known_tokens(view: str) -> Iterator[Span]:
 
 def find_spans(view: str) -> list[Span]:
     """Every secret in `view` as merged, sorted spans."""
-    lowered = view.lower()
     spans = [
         *_assignments(view),
         *_flags(view),
@@ -306,7 +301,7 @@ def find_spans(view: str) -> list[Span]:
         *_group_spans(view, (p.SLACK_WEBHOOK, p.BEARER), "secret"),
         *_known_tokens(view),
         *_telegram(view),
-        *_aws_secrets(view, lowered),
+        *_aws_secrets(view),
         *_basic(view),
         *_pem_without_begin(view),
     ]
@@ -330,12 +325,39 @@ def _join(text: str, spans: list[Span]) -> str:
     return "".join(pieces)
 
 
-def mask_text(text: str) -> tuple[str, int]:
-    """Return `text` with every secret replaced by MASK, and how many were replaced."""
+# How far around a new mask a secret can start or end that the mask itself brought to light
+# (`-----END ...-----ghp_...`: the token counts only once the key before it is a mask).
+_BEFORE, _AFTER = 100, 400
+
+
+def _mask_once(text: str) -> tuple[str, int, list[Span]]:
+    """One round: the masked text, the count, and the spans masked after the key blocks."""
     # A private key block goes first, whole, so that nothing else masks a piece of it and a
     # quoted key such as `"-----BEGIN ...-----\n"` keeps its quotes and trailing escape.
     blocks = [m.span() for m in p.PEM.finditer(text)]
     if blocks:
         text = _join(text, blocks)
     spans = find_spans(_view(text))
-    return (_join(text, spans) if spans else text), len(blocks) + len(spans)
+    return (_join(text, spans) if spans else text), len(blocks) + len(spans), spans
+
+
+def _uncovered_near(text: str, old_spans: list[Span]) -> bool:
+    """Whether the text around the masks that replaced `old_spans` holds a secret."""
+    windows, shift = [], 0
+    for start, end in old_spans:
+        at = start - shift  # where this MASK now starts
+        shift += (end - start) - len(MASK)
+        windows.append(text[max(0, at - _BEFORE) : at + len(MASK) + _AFTER])
+    # One search over all windows; a false hit where two meet only costs one more round.
+    return bool(find_spans(_view("\n\n".join(windows))))
+
+
+def mask_text(text: str) -> tuple[str, int]:
+    """Return `text` with every secret replaced by MASK, and how many were replaced."""
+    total = 0
+    for _ in range(3):  # a second round only when a mask exposed a secret next to it
+        text, count, spans = _mask_once(text)
+        total += count
+        if not spans or not _uncovered_near(text, spans):
+            break
+    return text, total
