@@ -343,13 +343,18 @@ def _mask_once(text: str) -> tuple[str, int, list[Span]]:
 
 def _uncovered_near(text: str, old_spans: list[Span]) -> bool:
     """Whether the text around the masks that replaced `old_spans` holds a secret."""
-    windows, shift = [], 0
+    windows: list[Span] = []
+    shift = 0
     for start, end in old_spans:
         at = start - shift  # where this MASK now starts
         shift += (end - start) - len(MASK)
-        windows.append(text[max(0, at - _BEFORE) : at + len(MASK) + _AFTER])
+        lo, hi = max(0, at - _BEFORE), at + len(MASK) + _AFTER
+        if windows and lo <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], hi)  # dense masks: one window, searched once
+        else:
+            windows.append((lo, hi))
     # One search over all windows; a false hit where two meet only costs one more round.
-    return bool(find_spans(_view("\n\n".join(windows))))
+    return bool(find_spans(_view("\n\n".join(text[lo:hi] for lo, hi in windows))))
 
 
 def mask_text(text: str) -> tuple[str, int]:
