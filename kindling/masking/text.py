@@ -330,29 +330,42 @@ def _join(text: str, spans: list[Span]) -> str:
 _BEFORE, _AFTER = 100, 400
 
 
-def _mask_once(text: str) -> tuple[str, int, list[Span]]:
-    """One round: the masked text, the count, and the spans masked after the key blocks."""
+def _mask_once(text: str) -> tuple[str, int, list[tuple[int, bool]]]:
+    """One round: the masked text, the count, and where each later mask now starts.
+
+    Each position comes with whether the mask touches a letter, digit, `_` or `-` on either
+    side: only then can it have changed what the patterns see around it.
+    """
     # A private key block goes first, whole, so that nothing else masks a piece of it and a
     # quoted key such as `"-----BEGIN ...-----\n"` keeps its quotes and trailing escape.
     blocks = [m.span() for m in p.PEM.finditer(text)]
     if blocks:
         text = _join(text, blocks)
     spans = find_spans(_view(text))
-    return (_join(text, spans) if spans else text), len(blocks) + len(spans), spans
-
-
-def _uncovered_near(text: str, old_spans: list[Span]) -> bool:
-    """Whether the text around the masks that replaced `old_spans` holds a secret."""
-    windows: list[Span] = []
+    placed: list[tuple[int, bool]] = []
     shift = 0
-    for start, end in old_spans:
-        at = start - shift  # where this MASK now starts
+    for start, end in spans:
+        touching = (start > 0 and _token_char(text[start - 1])) or (
+            end < len(text) and _token_char(text[end])
+        )
+        placed.append((start - shift, touching))
         shift += (end - start) - len(MASK)
+    return (_join(text, spans) if spans else text), len(blocks) + len(spans), placed
+
+
+def _uncovered_near(text: str, placed: list[tuple[int, bool]]) -> bool:
+    """Whether the text around a mask that touches a word holds a secret it brought to light."""
+    windows: list[Span] = []
+    for at, touching in placed:
+        if not touching:
+            continue
         lo, hi = max(0, at - _BEFORE), at + len(MASK) + _AFTER
         if windows and lo <= windows[-1][1]:
             windows[-1] = (windows[-1][0], hi)  # dense masks: one window, searched once
         else:
             windows.append((lo, hi))
+    if not windows:
+        return False
     # One search over all windows; a false hit where two meet only costs one more round.
     return bool(find_spans(_view("\n\n".join(text[lo:hi] for lo, hi in windows))))
 
@@ -361,8 +374,8 @@ def mask_text(text: str) -> tuple[str, int]:
     """Return `text` with every secret replaced by MASK, and how many were replaced."""
     total = 0
     for _ in range(3):  # a second round only when a mask exposed a secret next to it
-        text, count, spans = _mask_once(text)
+        text, count, placed = _mask_once(text)
         total += count
-        if not spans or not _uncovered_near(text, spans):
+        if not _uncovered_near(text, placed):
             break
     return text, total
