@@ -168,7 +168,7 @@ DISCORD_TAIL = re.compile(r"\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}" + _B)
 DISCORD_HEAD = re.compile(r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\Z")
 # Telegram: the bot's numeric id, a colon, then 35 characters starting with "AA".
 TELEGRAM = re.compile(r":AA[A-Za-z0-9_-]{33}" + _B)
-TELEGRAM_ID = re.compile(r"(?<![0-9A-Za-z])[0-9]{8,10}\Z")
+TELEGRAM_ID = re.compile(r"(?<![0-9])[0-9]{8,10}\Z")  # also in a URL: `/bot<id>:AA...`
 
 # A bare AWS secret access key has no prefix: it counts next to its AKIA id or after the
 # label `aws configure` prints (`AWS Secret Access Key [None]: `). Both letter cases are
@@ -204,6 +204,7 @@ REFERENCE = re.compile(r"\$[A-Za-z_{(]|\{\{|%[A-Za-z_][A-Za-z0-9_]*%|<[^<>\n]{1,
 DOTTED_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+")
 CALL = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.]*[(\[]")
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+NAME_BEFORE = re.compile(r"[A-Za-z0-9_.-]*\Z")
 PLACEHOLDER = re.compile(r"\.{3,}|\*{3,}|[xX]{3,}|…")
 # Counts, ratios and durations: `refresh_token: 3 failed`, `pass: 12/12`, `auth: 35ms`.
 SHORT_NUMBER = re.compile(r"[0-9]{1,3}(?:/[0-9]{1,5})?|[0-9]+(?:\.[0-9]+)?(?:ms|s|%)")

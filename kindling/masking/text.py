@@ -134,19 +134,30 @@ def _next_line_span(view: str, sep: int, start: int) -> Span | None:
     return _value_span(view, m) if m else None
 
 
+def _not_an_assignment(view: str, sep: int, key_start: int) -> bool:
+    """A credential word that is part of something else: a URL's user, an ARN segment."""
+    name_start = p.NAME_BEFORE.search(view, max(0, key_start - 100), key_start).start()
+    if view.endswith("://", 0, name_start):
+        return True  # `https://x-access-token:<token>@host`: the URL pattern masks the token
+    # `arn:aws:secretsmanager:...:secret:prod/db`: a segment between colons names a type.
+    return view[sep] == ":" and view.endswith(":", 0, name_start) and name_start == key_start
+
+
 def _assignments(view: str) -> Iterator[Span]:
     reversed_view, length = view[::-1], len(view)
     # A hit in the reversed text ends at a separator; the value starts right after it.
-    starts = sorted(
-        length - m.start()
+    found = sorted(
+        (length - m.start(), length - m.end())
         for pattern in p.SEPARATORS_REVERSED
         for m in pattern.finditer(reversed_view)
     )
     done = 0
-    for start in starts:
+    for start, key_start in found:
         if start < done:
             continue  # the key is part of a value masked just before
         sep = start - 1
+        if _not_an_assignment(view, sep, key_start):
+            continue
         if view.startswith(">", start) and view[sep] == "=":
             start += 1  # `key => value`
         elif view.startswith("=", start) and view[sep] == ":":
