@@ -47,7 +47,6 @@ TRIGGERS = (
     "basic",
     "curl",
     "login",
-    "upload",
     "mysql",
     "mariadb",
 )

@@ -100,12 +100,12 @@ _SHORT_VALUE = (
     r"(?:'(?P<sq>[^'\n]*)'|\"(?P<dq>[^\"\n]*)\""
     r"|(?P<bare>[^\s\"'`,;&)\]}=:>{(\[-][^\s\"'`,;&)\]}]*))"
 )
-# The password option after a login command: found from the literal word (`login`,
-# `upload`), then the command before it and the option after it are checked.
-LOGIN_WORDS = (re.compile(r"login\b"), re.compile(r"upload\b"))
+# The password option after a registry login: found from the literal word `login`, then
+# the command before it and the option after it are checked. (`twine upload -p` carries a
+# PyPI token, which the token pattern finds anywhere.)
+LOGIN_WORD = re.compile(r"login\b")
 LOGIN_COMMAND = re.compile(
-    r"(?<![A-Za-z0-9_-])(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry"
-    r"|twine)[ \t]+\Z"
+    r"(?<![A-Za-z0-9_-])(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry)[ \t]+\Z"
 )
 LOGIN_PASSWORD = re.compile(r"[^\n;|&]{0,200}?[ \t]-p(?:[ \t]+|(?=[^\s-]))" + _SHORT_VALUE)
 SSHPASS = re.compile(r"sshpass\b[^\n;|&]{0,100}?[ \t]-p[ \t]*" + _SHORT_VALUE)
@@ -204,7 +204,7 @@ REFERENCE = re.compile(r"\$[A-Za-z_{(]|\{\{|%[A-Za-z_][A-Za-z0-9_]*%|<[^<>\n]{1,
 DOTTED_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+")
 CALL = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.]*[(\[]")
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-NAME_BEFORE = re.compile(r"[A-Za-z0-9_.-]*\Z")
+NAME_CHARS = re.compile(r"[A-Za-z0-9_.-]*")
 PLACEHOLDER = re.compile(r"\.{3,}|\*{3,}|[xX]{3,}|…")
 # Counts, ratios and durations: `refresh_token: 3 failed`, `pass: 12/12`, `auth: 35ms`.
 SHORT_NUMBER = re.compile(r"[0-9]{1,3}(?:/[0-9]{1,5})?|[0-9]+(?:\.[0-9]+)?(?:ms|s|%)")

@@ -8,7 +8,7 @@ two keys then collide, the later one gets a ` (2)`-style suffix so no value is l
 
 A list of strings is also read as a command line: after a credential option
 (`["mysql", "--password", "X"]`) the next item is masked whole, as are `-p X` and `-pX` for
-the commands that take a password so (docker login, sshpass, twine upload; mysql attached),
+the commands that take a password so (docker login, sshpass, twine; mysql attached),
 and the password in `curl -u user:password`.
 """
 

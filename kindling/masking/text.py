@@ -134,9 +134,11 @@ def _next_line_span(view: str, sep: int, start: int) -> Span | None:
     return _value_span(view, m) if m else None
 
 
-def _not_an_assignment(view: str, sep: int, key_start: int) -> bool:
+def _not_an_assignment(view: str, reversed_view: str, sep: int, key_start: int) -> bool:
     """A credential word that is part of something else: a URL's user, an ARN segment."""
-    name_start = p.NAME_BEFORE.search(view, max(0, key_start - 100), key_start).start()
+    # The whole name the key word ends (`x-access-token`), read backwards from the word.
+    rest = p.NAME_CHARS.match(reversed_view, len(view) - key_start)
+    name_start = key_start - (rest.end() - rest.start())
     if view.endswith("://", 0, name_start):
         return True  # `https://x-access-token:<token>@host`: the URL pattern masks the token
     # `arn:aws:secretsmanager:...:secret:prod/db`: a segment between colons names a type.
@@ -156,7 +158,7 @@ def _assignments(view: str) -> Iterator[Span]:
         if start < done:
             continue  # the key is part of a value masked just before
         sep = start - 1
-        if _not_an_assignment(view, sep, key_start):
+        if _not_an_assignment(view, reversed_view, sep, key_start):
             continue
         if view.startswith(">", start) and view[sep] == "=":
             start += 1  # `key => value`
@@ -233,14 +235,13 @@ def _break_before(view: str, pos: int) -> int | None:
 
 
 def _commands(view: str) -> Iterator[Span]:
-    for word in p.LOGIN_WORDS:
-        for m in word.finditer(view):
-            if p.LOGIN_COMMAND.search(view, max(0, m.start() - 40), m.start()):
-                found = p.LOGIN_PASSWORD.match(view, m.end())
-                if found and found.group(found.lastgroup) != MASK:
-                    start, end = found.span(found.lastgroup)
-                    if found.lastgroup != "bare" or not _is_code(view, start, end):
-                        yield start, end
+    for m in p.LOGIN_WORD.finditer(view):
+        if p.LOGIN_COMMAND.search(view, max(0, m.start() - 40), m.start()):
+            found = p.LOGIN_PASSWORD.match(view, m.end())
+            if found and found.group(found.lastgroup) != MASK:
+                start, end = found.span(found.lastgroup)
+                if found.lastgroup != "bare" or not _is_code(view, start, end):
+                    yield start, end
     yield from _group_spans(view, (p.SSHPASS, *p.MYSQL), code=True)
 
 
