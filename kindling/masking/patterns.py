@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 
-MASK = "[REDACTED]"
-
 # A name holds a credential when it ends in one of these words: GITHUB_TOKEN, db_password,
 # apiKey, aws_secret_access_key, AccountKey. The short or common words must start a word so
 # that `oauth`, `OLDPWD` and `preauthorization` are not taken for credentials.
@@ -48,10 +46,10 @@ def _alternation(words: tuple[str, ...], reverse: bool = False) -> str:
 _KEY = (
     rf"(?:{_alternation(KEY_WORDS)}"
     rf"|(?<![A-Za-z0-9])(?:{_alternation(WORD_START_KEY_WORDS)})"
-    r"|(?<![A-Za-z0-9])(?:pass|pw)|(?<=[a-z0-9_.-])(?:pass|pw))"
+    r"|(?<![A-Za-z0-9])(?:pass|pw)|(?<=[a-z0-9])(?-i:Pass|Pw))"
 )
-# `token_count`, `tokens`, `password.length` and `api-key-id` name something else.
-_KEY_END = r"(?![A-Za-z0-9_.-])"
+# A whole name (a JSON key, an option) that ends in a credential word; `bypass`, `tokens`
+# and `token_count` do not.
 CREDENTIAL_KEY = re.compile(rf"{_KEY}\Z", re.IGNORECASE)
 
 # The auth scheme in `Authorization: Bearer <value>` stays readable; only the value is masked.
@@ -130,7 +128,6 @@ PEM = re.compile(
 # An END line whose BEGIN was cut off: the base64 lines above it are found by walking back.
 PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
 PEM_LINE = re.compile(r"[A-Za-z0-9+/=]+")
-PEM_LINE_BREAK = re.compile(r"\r?\n|\\r?\\n")
 PEM_TAIL = re.compile(r"[A-Za-z0-9+/=]{16,}\Z")
 
 # `scheme://user:password@host`; the password runs to the last `@` before the path.
