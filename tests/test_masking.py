@@ -412,6 +412,11 @@ def test_keys_named_pass_pw_and_credentials_are_masked():
         "key named credentials",
     ):
         _check(name)
+    value = {"bypass": "x1234", "compass": "north", "userPass": "abcd", "DB_PW": 1234}
+    assert mask_json(value) == (
+        {"bypass": "x1234", "compass": "north", "userPass": MASK, "DB_PW": MASK},
+        2,
+    )
 
 
 def test_unicode_look_alikes_of_password_are_masked():
