@@ -14,9 +14,12 @@ and it holds no secret: calls and subscripts (`get_token()`, `os.environ["KEY"]`
 attribute paths (`settings.API_KEY`), variable and template references (`${KEY}`, `$KEY`,
 `{{ secrets.KEY }}`, `%KEY%`, `<token>`), names that are themselves credential names
 (`api_key=api_key`), types (`str`, `number`), constants (`true`, `null`), placeholders
-(`...`, `***`), paths (`/home/dev`), counts of one to three digits and values of one or two
-characters. Anything else under a credential key is masked: a miss leaks, a false alarm
-costs a little readability.
+(`...`, `***`), paths (`/home/dev`), counts, ratios and durations (`3`, `12/12`, `35ms`)
+and values of one or two characters. Anything else under a credential key is masked: a miss
+leaks, a false alarm costs a little readability.
+
+Masking is idempotent: when a new mask touches a word, the text around it is searched again,
+since `-----END ... KEY-----ghp_...` shows its token only once the key before it is a mask.
 """
 
 from __future__ import annotations
