@@ -14,9 +14,9 @@ from kindling.errors import KindlingError
 from kindling.index import Index
 from kindling.index import handoff as index_folders
 from kindling.store import Store
+from kindling.watch import watcher as watch
 from kindling.watch.source import GitHead, relevant
 from kindling.watch.watcher import Watcher
-from kindling.watch import watcher as watch
 
 ADDED, MODIFIED, DELETED = 1, 2, 3
 CONFLICTED = b'<<<<<<< ours\n{"id": "x"}\n=======\n{"id": "y"}\n>>>>>>> theirs\n'

@@ -19,7 +19,7 @@ from kindling import canonical
 from kindling.bundle.format import Dataset, entity_label, parse_bundle
 from kindling.errors import CorruptFileError, KindlingError, ValidationError
 from kindling.git.merge import merge_entity
-from kindling.masking import mask_json, mask_text
+from kindling.masking import mask_json, mask_scope_ids, mask_text
 from kindling.model import ENTITY_TYPES, PLURAL, REDACTED_CONTENT, SINGULAR, entity_errors
 from kindling.progress import ProgressFactory, Step
 from kindling.store import Store
@@ -56,19 +56,27 @@ def _masked(entity_type: str, entity: dict) -> tuple[dict, int]:
 
     The bundle's own dict is returned when nothing changes, so a large import holds one copy.
     """
+    changes: dict = {}
+    scope, s = mask_scope_ids(entity["scopeIds"]) if "scopeIds" in entity else ({}, 0)
+    if s:
+        changes["scopeIds"] = scope
     if entity_type == "observations":
         if entity["redacted"]:
-            return (entity if entity["provenance"] == {} else {**entity, "provenance": {}}), 0
+            if entity["provenance"] != {}:
+                changes["provenance"] = {}
+            return ({**entity, **changes} if changes else entity), s
         content, n = mask_text(entity["content"])
         provenance, m = mask_json(entity["provenance"])
-        changes = {"content": content, "provenance": provenance} if n + m else {}
+        if n + m:
+            changes.update(content=content, provenance=provenance)
     else:
         field = _FREE_TEXT[entity_type]
         n = m = 0
         if isinstance(entity[field], str):
             text, n = mask_text(entity[field])
-        changes = {field: text} if n else {}
-    return ({**entity, **changes} if changes else entity), n + m
+            if n:
+                changes[field] = text
+    return ({**entity, **changes} if changes else entity), n + m + s
 
 
 # ---------------------------------------------------------------- deciding, one entity at a time
