@@ -170,7 +170,9 @@ def collect(memory) -> dict[str, Any]:
     }
     for entity_type in ENTITY_TYPES:
         entities = memory.list(entity_type, limit=None, include_expired=True)
-        data[entity_type] = pack_observations(entities) if entity_type == "observations" else entities
+        data[entity_type] = (
+            pack_observations(entities) if entity_type == "observations" else entities
+        )
     return data
 
 

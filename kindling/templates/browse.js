@@ -456,6 +456,7 @@
   var filterRuns = 0;
   function applyFilter() {
     var t = performance.now(), f = readFilter();
+    document.body.dataset.busy = "1";
     var matched = new Uint8Array(N), rows = [];
     inSlices(N, function (from, to) {
       for (var r = from; r < to; r++) if (!f.any || obsMatches(r, f)) { matched[r] = 1; rows.push(r); }
@@ -491,16 +492,27 @@
       filterRuns += 1;
       document.body.dataset.filterMs = String(Math.round(performance.now() - t));
       document.body.dataset.filterRuns = String(filterRuns);
+      document.body.dataset.busy = timer === null ? "0" : "1";
     });
   }
 
+  // Typing waits for a pause; a choice in a list applies at once. data-busy says whether a
+  // filter is still to come, so a reader (or a test) knows when the lists are final.
   var timer = null;
-  function later() { clearTimeout(timer); timer = setTimeout(applyFilter, DEBOUNCE_MS); }
+  function now() { clearTimeout(timer); timer = null; applyFilter(); }
+  function later(delay) {
+    clearTimeout(timer);
+    document.body.dataset.busy = "1";
+    timer = setTimeout(now, delay);
+  }
   var form = $("filters");
-  form.addEventListener("submit", function (ev) { ev.preventDefault(); clearTimeout(timer); applyFilter(); });
-  form.addEventListener("reset", function () { clearTimeout(timer); setTimeout(applyFilter, 0); });
-  ["search", "f-file"].forEach(function (id) { $(id).addEventListener("input", later); });
-  ["f-kind", "f-tool", "f-session"].forEach(function (id) { $(id).addEventListener("change", applyFilter); });
+  form.addEventListener("submit", function (ev) { ev.preventDefault(); now(); });
+  form.addEventListener("reset", function () { later(0); });  // runs once the form is reset
+  ["search", "f-file"].forEach(function (id) {
+    $(id).addEventListener("input", function () { later(DEBOUNCE_MS); });
+    $(id).addEventListener("change", function () { later(DEBOUNCE_MS); });
+  });
+  ["f-kind", "f-tool", "f-session"].forEach(function (id) { $(id).addEventListener("change", now); });
 
   // ---------------------------------------------------------------- header and first render
 
