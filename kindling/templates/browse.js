@@ -485,6 +485,7 @@
                    [sums.length, summaries.length, "summaries"], [shownPins.length, pins.length, "pins"]];
       parts.forEach(function (p) {
         setText("shown-" + p[2], f.any ? num(p[0]) + " of " + num(p[1]) : num(p[1]));
+        setText("jump-" + p[2], num(p[0]));
       });
       var shown = rows.length + caps.length + sums.length + shownPins.length;
       var total = N + capsules.length + summaries.length + pins.length;
