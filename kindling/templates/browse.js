@@ -50,8 +50,10 @@
   function setText(id, value) { $(id).textContent = String(value); }
   function num(n) { return n.toLocaleString("en-US"); }
   function when(ms) {
-    if (typeof ms !== "number") return "";
-    return new Date(ms).toISOString().replace("T", " ").slice(0, 19) + " UTC";
+    if (ms === null || ms === undefined) return "";
+    var d = new Date(ms);
+    if (typeof ms !== "number" || isNaN(d.getTime())) return String(ms);
+    return d.toISOString().replace("T", " ").slice(0, 19) + " UTC";
   }
   function scopeText(scope) {
     return Object.keys(scope || {}).sort().map(function (k) { return k + "=" + scope[k]; }).join(" ");
@@ -209,7 +211,7 @@
                          ["time", when(pin.createdAt)], ["id", pin.id]]));
     var text = targetText(pin);
     if (text === "[redacted]") li.classList.add("redacted");
-    li.appendChild(contentView(text, false));
+    li.appendChild(contentView(text, isDiff("", text)));
     if (pin.reason) li.appendChild(el("div", "note", "Note: " + pin.reason));
     clickable(li, function () { showPin(pin); });
     return li;
@@ -447,8 +449,13 @@
         step(at, to);
         at = to;
       }
-      if (at < n) { setText("match-count", "Filtering… " + Math.floor(100 * at / n) + "%"); channel.port2.postMessage(0); }
-      else { pending = null; done(); }
+      if (at < n) {
+        setText("match-count", "Filtering… " + Math.floor(100 * at / n) + "%");
+        channel.port2.postMessage(0);
+      } else {
+        pending = null;
+        done();
+      }
     };
     pending();
   }
