@@ -179,7 +179,8 @@ def collect(memory) -> dict[str, Any]:
 def render_page(data: dict[str, Any]) -> str:
     """The HTML page for collected store data."""
     css = _template("browse.css")
-    js = _template("browse.js")
+    # One script: the store-agnostic parts, then the page that uses them.
+    js = _template("browse_parts.js") + _template("browse.js")
     csp = (
         "default-src 'none'; "
         f"script-src {_csp_hash(js)}; style-src {_csp_hash(css)}; "

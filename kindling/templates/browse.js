@@ -1,15 +1,15 @@
-"use strict";
-// Renders the embedded store. Store text only ever reaches the page through textContent, and
-// every lookup keyed by store text is a Map, so ids such as "constructor" are ordinary keys.
-// Lists render a page at a time and filtering runs in short slices, so 100,000 observations
-// never hold the page still.
+// Renders the embedded store with the parts in browse_parts.js. Store text only ever reaches
+// the page through textContent, and every lookup keyed by store text is a Map, so ids such as
+// "constructor" are ordinary keys. Lists render a page at a time and filtering runs in short
+// slices, so 100,000 observations never hold the page still.
 (function () {
   var PAGE = 100;            // cards added to a list at a time
   var SMALL_PAGE = 20;       // the same for pins, capsules and summaries
-  var PREVIEW_LINES = 8;     // a card shows this much before its expand control
-  var PREVIEW_CHARS = 1200;
-  var SLICE_MS = 12;         // longest a filter slice runs before the page gets a turn
-  var DEBOUNCE_MS = 150;
+  var DEBOUNCE_MS = 150;     // typing pause before a filter runs
+  var P = kindlingParts;
+  var el = P.el, button = P.button, num = P.num, when = P.when, scopeText = P.scopeText;
+  var isDiff = P.isDiff, textBlock = P.textBlock, lineCount = P.lineCount;
+  var contentView = P.contentView, fields = P.fields;
   var started = performance.now();
 
   var data = JSON.parse(document.getElementById("kindling-data").textContent);
@@ -35,30 +35,7 @@
   var scopeSession = O.scopes.map(sessionOf);
 
   function $(id) { return document.getElementById(id); }
-  function el(tag, cls, text) {
-    var node = document.createElement(tag);
-    if (cls) node.className = cls;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  }
-  function button(cls, text, onClick) {
-    var b = el("button", cls, text);
-    b.type = "button";
-    b.addEventListener("click", function (ev) { ev.stopPropagation(); onClick(ev); });
-    return b;
-  }
   function setText(id, value) { $(id).textContent = String(value); }
-  function num(n) { return n.toLocaleString("en-US"); }
-  function when(ms) {
-    if (ms === null || ms === undefined) return "";
-    var d = new Date(ms);
-    if (typeof ms !== "number" || isNaN(d.getTime())) return String(ms);
-    return d.toISOString().replace("T", " ").slice(0, 19) + " UTC";
-  }
-  function scopeText(scope) {
-    return Object.keys(scope || {}).sort().map(function (k) { return k + "=" + scope[k]; }).join(" ");
-  }
-
   function observation(row) {
     return { id: C.id[row], kind: O.kinds[C.kind[row]], content: C.content[row],
              provenance: C.prov[row] || {}, ts: C.ts[row], scopeIds: O.scopes[C.scope[row]],
@@ -73,69 +50,6 @@
         C.prov[row] ? JSON.stringify(C.prov[row]) : ""].join("\n").toLowerCase();
     }
     return h;
-  }
-
-  // ---------------------------------------------------------------- text, diffs, previews
-
-  function isDiff(kind, text) { return kind === "file_diff" || /^--- .*\n\+\+\+ /m.test(text); }
-
-  function textBlock(text, diff) {
-    var pre = el("pre", diff ? "text diff" : "text");
-    if (!diff) { pre.textContent = text; return pre; }
-    var lines = text.split("\n");
-    if (lines.length > 1 && lines[lines.length - 1] === "") lines.pop();
-    var header = false;
-    lines.forEach(function (line, k) {
-      var cls = "";
-      if (line.slice(0, 4) === "--- " && (lines[k + 1] || "").slice(0, 4) === "+++ ") header = true;
-      if (header || line.slice(0, 5) === "diff ") cls = "meta";
-      else if (line.slice(0, 2) === "@@") cls = "hunk";
-      else if (line[0] === "+") cls = "add";
-      else if (line[0] === "-") cls = "del";
-      if (line.slice(0, 4) === "+++ ") header = false;
-      pre.appendChild(el("span", "line " + cls, line));
-    });
-    return pre;
-  }
-
-  function lineCount(text) {
-    var n = 1, at = -1;
-    while ((at = text.indexOf("\n", at + 1)) !== -1) n++;
-    return text[text.length - 1] === "\n" ? n - 1 : n;
-  }
-
-  // Where a preview of `text` ends, or -1 when the whole text is short enough to show.
-  function previewEnd(text) {
-    if (text.length <= PREVIEW_CHARS && lineCount(text) <= PREVIEW_LINES) return -1;
-    var end = -1;
-    for (var k = 0; k < PREVIEW_LINES; k++) {
-      var next = text.indexOf("\n", end + 1);
-      if (next === -1) { end = text.length; break; }
-      end = next;
-    }
-    return Math.min(end, PREVIEW_CHARS);
-  }
-
-  function contentView(text, diff) {
-    var box = el("div", "content");
-    var end = previewEnd(text);
-    if (end === -1) { box.appendChild(textBlock(text, diff)); return box; }
-    var shown = textBlock(text.slice(0, end), diff);
-    var label = "Show all " + num(lineCount(text)) + " lines (" + num(text.length) + " characters)";
-    box.appendChild(shown);
-    box.classList.add("collapsed");
-    var toggle = button("expand", label, function () {
-      var open = toggle.getAttribute("aria-expanded") !== "true";
-      var next = textBlock(open ? text : text.slice(0, end), diff);
-      box.replaceChild(next, shown);
-      shown = next;
-      box.classList.toggle("collapsed", !open);
-      toggle.setAttribute("aria-expanded", String(open));
-      toggle.textContent = open ? "Collapse" : label;
-    });
-    toggle.setAttribute("aria-expanded", "false");
-    box.appendChild(toggle);
-    return box;
   }
 
   // ---------------------------------------------------------------- cards
@@ -233,19 +147,6 @@
 
   // ---------------------------------------------------------------- the detail pane
 
-  function fields(pairs) {
-    var dl = el("dl", "fields");
-    pairs.forEach(function (p) {
-      if (!p || p[1] === undefined || p[1] === null || p[1] === "") return;
-      dl.appendChild(el("dt", null, p[0]));
-      var dd = el("dd");
-      if (p[1] instanceof Node) dd.appendChild(p[1]);
-      else dd.appendChild(el("pre", "text", typeof p[1] === "string" ? p[1] : JSON.stringify(p[1])));
-      dl.appendChild(dd);
-    });
-    return dl;
-  }
-
   function showDetail(title, nodes, raw) {
     setText("detail-title", title);
     var body = $("detail-body");
@@ -340,41 +241,11 @@
     ], cap);
   }
 
-  // ---------------------------------------------------------------- lists rendered in pages
-
-  function pagedList(id, size, make, emptyText) {
-    var list = $(id);
-    var more = button("more", "", grow);
-    list.parentNode.appendChild(more);
-    var rows = [], shown = 0;
-    function grow() {
-      var end = Math.min(rows.length, shown + size);
-      var frag = document.createDocumentFragment();
-      for (; shown < end; shown++) frag.appendChild(make(rows[shown]));
-      list.appendChild(frag);
-      var left = rows.length - shown;
-      more.hidden = left <= 0;
-      more.textContent = "Show " + num(Math.min(size, left)) + " more (" + num(left) + " not shown)";
-    }
-    if (window.IntersectionObserver) {
-      new IntersectionObserver(function (entries) {
-        if (entries[0].isIntersecting && !more.hidden) grow();
-      }, { rootMargin: "400px" }).observe(more);
-    }
-    return function (next) {
-      rows = next;
-      shown = 0;
-      list.textContent = "";
-      if (!rows.length) list.appendChild(el("li", "empty", emptyText));
-      grow();
-    };
-  }
-
-  var setPins = pagedList("pins", SMALL_PAGE, pinCard, "No pins match.");
-  var setCapsules = pagedList("capsules", SMALL_PAGE, capsuleCard, "No capsules match.");
-  var setSummaries = pagedList("summaries", SMALL_PAGE, function (s) { return summaryCard(s, false); },
+  var setPins = P.pagedList("pins", SMALL_PAGE, pinCard, "No pins match.");
+  var setCapsules = P.pagedList("capsules", SMALL_PAGE, capsuleCard, "No capsules match.");
+  var setSummaries = P.pagedList("summaries", SMALL_PAGE, function (s) { return summaryCard(s, false); },
                                "No summaries match.");
-  var setObservations = pagedList("observations", PAGE, function (r) { return obsCard(r, false); },
+  var setObservations = P.pagedList("observations", PAGE, function (r) { return obsCard(r, false); },
                                   "No observations match.");
 
   // ---------------------------------------------------------------- filtering
@@ -435,38 +306,15 @@
       wordsIn(entityHay(e), f.words);
   }
 
-  // Runs `step(from, to)` over 0..n in slices of at most SLICE_MS, then `done()`; a newer run
-  // cancels an older one. A MessageChannel yields without the 4 ms clamp of nested timers.
-  var channel = new MessageChannel(), pending = null, generation = 0;
-  channel.port1.onmessage = function () { if (pending) pending(); };
-  function inSlices(n, step, done) {
-    var gen = ++generation, at = 0;
-    pending = function () {
-      if (gen !== generation) return;
-      var stop = performance.now() + SLICE_MS;
-      while (at < n && performance.now() < stop) {
-        var to = Math.min(n, at + 256);
-        step(at, to);
-        at = to;
-      }
-      if (at < n) {
-        setText("match-count", "Filtering… " + Math.floor(100 * at / n) + "%");
-        channel.port2.postMessage(0);
-      } else {
-        pending = null;
-        done();
-      }
-    };
-    pending();
-  }
-
   var filterRuns = 0;
   function applyFilter() {
     var t = performance.now(), f = readFilter();
     document.body.dataset.busy = "1";
     var matched = new Uint8Array(N), rows = [];
-    inSlices(N, function (from, to) {
+    P.inSlices(N, function (from, to) {
       for (var r = from; r < to; r++) if (!f.any || obsMatches(r, f)) { matched[r] = 1; rows.push(r); }
+    }, function (share) {
+      setText("match-count", "Filtering… " + Math.floor(100 * share) + "%");
     }, function () {
       var hasMember = function (cap) {
         return cap.observationIds.some(function (oid) {
