@@ -447,6 +447,7 @@ def test_long_output_expands_with_its_newlines(loaded):
         "line 01 of the test run",
         "line 02 of the test run",
     ]
+    assert len(preview.splitlines()) == 8  # the first lines, not the whole output
     assert "line 50" not in preview and "42 passed" not in preview
     toggle = _find(driver, "button.expand", card)[0]
     full_text = f"$ npm test -- auth\n{LONG_OUTPUT}\n42 passed"
@@ -471,6 +472,9 @@ def test_detail_pane_shows_text_with_real_newlines(loaded):
     assert "provenance.tool\nBash" in body
     raw = json.loads(driver.find_element("id", "detail-json").get_attribute("textContent"))
     assert raw["provenance"]["command"] == "npm test -- auth"
+    _find(driver, "#detail-body button.link")[0].click()  # its capsule
+    assert _text(driver, "detail-title").startswith("capsule cap_")
+    assert "selected" not in card.get_attribute("class")
 
 
 @pytest.mark.browser
@@ -507,6 +511,9 @@ def test_clicking_a_summary_shows_it(loaded):
     shown = json.loads(driver.find_element("id", "detail-json").get_attribute("textContent"))
     assert shown["content"] == "exp is in seconds"
     assert _text(driver, "detail-title").startswith("summary sum_")
+    _find(driver, "#detail-body button.link")[0].click()
+    assert _text(driver, "detail-title").startswith("capsule cap_")
+    assert "exp is in seconds" in _text(driver, "detail-body")
 
 
 @pytest.mark.browser
