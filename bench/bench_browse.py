@@ -201,6 +201,11 @@ def open_browser(profile: Path):
 def load(driver, page: Path) -> dict:
     """Open the page; navigation-to-load-event and the script's own time, in ms."""
     driver.get(page.as_uri())
+    # driver.get can return before a large file:// page has run its script.
+    while not driver.execute_script(
+        "return document.readyState === 'complete' && !!document.body.dataset.loadMs"
+    ):
+        time.sleep(0.01)
     nav = driver.execute_script(
         "var n = performance.getEntriesByType('navigation')[0];"
         "return [n.loadEventEnd, Number(document.body.dataset.loadMs)];"

@@ -278,9 +278,18 @@ def driver(tmp_path_factory):
 
 
 def _open(driver, path):
+    """Load the page and wait for its script to finish its first render."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
     driver.get_log("browser")
     driver.get_log("performance")
     driver.get(path.as_uri())
+    # driver.get can return before a large file:// page has run its script.
+    WebDriverWait(driver, 60, poll_frequency=0.01).until(
+        lambda d: d.execute_script(
+            "return document.readyState === 'complete' && !!document.body.dataset.loadMs"
+        )
+    )
     return driver
 
 
@@ -514,6 +523,18 @@ def test_clicking_a_summary_shows_it(loaded):
     _find(driver, "#detail-body button.link")[0].click()
     assert _text(driver, "detail-title").startswith("capsule cap_")
     assert "exp is in seconds" in _text(driver, "detail-body")
+
+
+@pytest.mark.browser
+def test_an_empty_store_says_so(driver, memory, tmp_path):
+    out = browse.write_page(memory, tmp_path / "empty.html")
+    _open(driver, out)
+    assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+    assert _text(driver, "count-observations") == "0"
+    assert _text(driver, "observations") == "No observations."
+    _set(driver, "search", "anything")
+    assert _text(driver, "observations") == "No observations match."
+    assert _text(driver, "match-count") == "0 of 0 match"
 
 
 @pytest.mark.browser

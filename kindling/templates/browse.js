@@ -241,12 +241,10 @@
     ], cap);
   }
 
-  var setPins = P.pagedList("pins", SMALL_PAGE, pinCard, "No pins match.");
-  var setCapsules = P.pagedList("capsules", SMALL_PAGE, capsuleCard, "No capsules match.");
-  var setSummaries = P.pagedList("summaries", SMALL_PAGE, function (s) { return summaryCard(s, false); },
-                               "No summaries match.");
-  var setObservations = P.pagedList("observations", PAGE, function (r) { return obsCard(r, false); },
-                                  "No observations match.");
+  var setPins = P.pagedList("pins", SMALL_PAGE, pinCard);
+  var setCapsules = P.pagedList("capsules", SMALL_PAGE, capsuleCard);
+  var setSummaries = P.pagedList("summaries", SMALL_PAGE, function (s) { return summaryCard(s, false); });
+  var setObservations = P.pagedList("observations", PAGE, function (r) { return obsCard(r, false); });
 
   // ---------------------------------------------------------------- filtering
 
@@ -332,10 +330,11 @@
         var row = p.targetType === "observation" ? rowOf.get(p.targetId) : undefined;
         return ownMatch(p, f) || (row !== undefined && matched[row] === 1);
       });
-      setObservations(rows);
-      setCapsules(caps);
-      setSummaries(sums);
-      setPins(shownPins);
+      var none = function (what) { return f.any ? "No " + what + " match." : "No " + what + "."; };
+      setObservations(rows, none("observations"));
+      setCapsules(caps, none("capsules"));
+      setSummaries(sums, none("summaries"));
+      setPins(shownPins, none("pins"));
       var parts = [[rows.length, N, "observations"], [caps.length, capsules.length, "capsules"],
                    [sums.length, summaries.length, "summaries"], [shownPins.length, pins.length, "pins"]];
       parts.forEach(function (p) {

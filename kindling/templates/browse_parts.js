@@ -105,8 +105,8 @@ var kindlingParts = (function () {
   }
 
   // A list shown `size` items at a time: a button (and scrolling it into view) adds the next
-  // page. Returns a function that replaces the items.
-  function pagedList(id, size, make, emptyText) {
+  // page. Returns a function that replaces the items, with the text to show when there are none.
+  function pagedList(id, size, make) {
     var list = document.getElementById(id);
     var more = button("more", "", grow);
     list.parentNode.appendChild(more);
@@ -125,7 +125,7 @@ var kindlingParts = (function () {
         if (entries[0].isIntersecting && !more.hidden) grow();
       }, { rootMargin: "400px" }).observe(more);
     }
-    return function (next) {
+    return function (next, emptyText) {
       rows = next;
       shown = 0;
       list.textContent = "";
