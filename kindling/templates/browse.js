@@ -3,7 +3,7 @@
 // "constructor" are ordinary keys. Lists render a page at a time and filtering runs in short
 // slices, so 100,000 observations never hold the page still.
 (function () {
-  var PAGE = 100;            // cards added to a list at a time
+  var PAGE = 50;             // cards added to a list at a time
   var SMALL_PAGE = 20;       // the same for pins, capsules and summaries
   var DEBOUNCE_MS = 150;     // typing pause before a filter runs
   var P = kindlingParts;
