@@ -8,15 +8,13 @@ import sys
 
 import pytest
 
-pytest.importorskip("mcp")
-
-from mcp import Client, StdioServerParameters  # noqa: E402
-
 TOOLS = {"search", "log", "pin", "forget", "capsule_open", "capsule_close", "show"}
 
 
 def session(store, home):
     """Start `python -m kindling --store STORE mcp` and connect to it over stdio."""
+    from mcp import Client, StdioServerParameters
+
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "kindling", "--store", str(store), "mcp"],
@@ -39,6 +37,8 @@ async def error(client, tool, **arguments) -> str:
 
 
 def test_tools_log_search_pin(store_dir, isolated_env):
+    pytest.importorskip("mcp")  # only the scenarios need the SDK
+
     async def scenario():
         async with session(store_dir, isolated_env) as client:
             listed = await client.list_tools()
@@ -77,6 +77,8 @@ def test_tools_log_search_pin(store_dir, isolated_env):
 
 
 def test_capsules_show_forget_and_errors(store_dir, isolated_env):
+    pytest.importorskip("mcp")  # only the scenarios need the SDK
+
     async def scenario():
         async with session(store_dir, isolated_env) as client:
             cap = await ok(client, "capsule_open", intent="fix login", scope={"sessionId": "s2"})
@@ -118,7 +120,7 @@ def test_missing_sdk_says_how_to_install(run, monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     result = run("mcp")
     assert result.exit_code == 1
-    assert "install kindling[mcp]" in result.output
+    assert "install kindling-memory[mcp]" in result.output
 
 
 def test_core_modules_do_not_import_the_sdk():

@@ -27,6 +27,19 @@ EVENTS = (
     "PreCompact",
     "SessionEnd",
 )
+# Accepted because the original Kindling plugin's hooks.json sends it; records nothing yet.
+QUIET_EVENTS = ("SubagentStop",)
+# The original plugin's names for the events (its hooks/hooks.json).
+ALIASES = {
+    "session-start": "SessionStart",
+    "user-prompt-submit": "UserPromptSubmit",
+    "post-tool-use": "PostToolUse",
+    "post-tool-use-failure": "PostToolUseFailure",
+    "stop": "Stop",
+    "pre-compact": "PreCompact",
+    "session-end": "SessionEnd",
+    "subagent-stop": "SubagentStop",
+}
 TOOL_EVENTS = ("PostToolUse", "PostToolUseFailure")
 SOURCE = "claude-code"
 
@@ -371,8 +384,9 @@ def handle(memory, event: str, payload: dict) -> HookResult:
 
 def run_hook(event: str, data: bytes, store: str | None = None) -> HookResult:
     """Everything `kindling hook EVENT` does; never raises, problems become the message."""
+    event = ALIASES.get(event, event)
     try:
-        if event not in EVENTS:
+        if event not in EVENTS + QUIET_EVENTS:
             raise KindlingError(f"unknown hook event {event!r} (use one of {', '.join(EVENTS)})")
         payload = read_payload(data)
         named = payload.get("hook_event_name")

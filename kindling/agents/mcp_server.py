@@ -1,6 +1,6 @@
 """`kindling mcp`: a Model Context Protocol server over stdio, one tool per Memory call.
 
-The MCP SDK is an optional extra (`kindling[mcp]`), imported only when the server is built.
+The MCP SDK is an optional extra (`kindling-memory[mcp]`), imported only when the server is built.
 Tool annotations are evaluated where the tools are defined (no postponed annotations in this
 module), because the SDK reads them to publish each tool's input schema.
 """
@@ -12,7 +12,10 @@ from kindling import __version__
 from kindling.errors import KindlingError
 from kindling.model import CAPSULE_TYPES, OBSERVATION_KINDS, SCOPE_KEYS, SINGULAR
 
-INSTALL_HINT = "kindling mcp needs the MCP SDK: install kindling[mcp] (pip install 'kindling[mcp]')"
+INSTALL_HINT = (
+    "kindling mcp needs the MCP SDK: install kindling-memory[mcp] "
+    "(pip install 'kindling-memory[mcp]')"
+)
 
 INSTRUCTIONS = """\
 Kindling is this project's memory: observations (what happened), capsules (episodes of work)

@@ -73,7 +73,7 @@ def browse_cmd(ctx: click.Context, output: str | None, open_: bool | None) -> No
 @click.command("mcp")
 @click.pass_context
 def mcp_cmd(ctx: click.Context) -> None:
-    """Serve the store to MCP clients over stdio (needs kindling[mcp]).
+    """Serve the store to MCP clients over stdio (needs kindling-memory[mcp]).
 
     Tools: search, log, pin, forget, capsule_open, capsule_close, show.
 
@@ -94,8 +94,10 @@ def hook_cmd(ctx: click.Context, event: str) -> None:
     """Record a Claude Code hook EVENT from the JSON on stdin; never fails the agent.
 
     EVENT is SessionStart, UserPromptSubmit, PostToolUse, PostToolUseFailure, Stop,
-    PreCompact or SessionEnd. SessionStart prints the context block as hook JSON.
-    Problems are one line on stderr, exit status 0, and nothing recorded.
+    PreCompact, SessionEnd or SubagentStop (which records nothing), or the original Kindling
+    plugin's name for one (session-start, post-tool-use, ...; `kindling-hook EVENT` is the
+    same command). SessionStart prints the context block as hook JSON. Problems are one line
+    on stderr, exit status 0, and nothing recorded.
 
     \b
     Example:
@@ -113,3 +115,10 @@ def hook_cmd(ctx: click.Context, event: str) -> None:
         click.echo(result.stdout)
     if result.message:
         notice(result.message)
+
+
+def hook_main() -> None:
+    """The `kindling-hook EVENT` command: `kindling hook EVENT` under the original's name."""
+    from kindling.cli import cli
+
+    cli.main(["hook", *sys.argv[1:]], prog_name="kindling-hook")
