@@ -31,6 +31,8 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import bench_agents  # noqa: E402
+
 from kindling import canonical  # noqa: E402
 from kindling.index import Index  # noqa: E402
 from kindling.index import schema as index_schema  # noqa: E402
@@ -409,6 +411,9 @@ def measure_size(n: int, args, table: Table, env: dict) -> None:
         n, "retrieve API, worst case --max 20", ours, floor, "ms", 1.5 if n == 100_000 else None
     )
 
+    # Agent paths (hooks, log --session, search) with the watcher Kindling starts itself.
+    bench_agents.measure(n, realistic(n), table, max(runs, 5), Path(args.out), env, args.fresh)
+
 
 def _simulated_watcher_search(store, store_env, env, kindling, floor_cmd, runs):
     ix = Index(store)
@@ -481,6 +486,9 @@ def run(measure, default_sizes: str, description: str) -> None:
         measure(n, args, table, env)
     print()
     print(table.text())
+    if bench_agents.SPREAD:
+        print()
+        print(bench_agents.spread_text())
     if args.markdown:
         Path(args.markdown).write_text(table.markdown() + "\n")
 
