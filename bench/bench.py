@@ -473,8 +473,13 @@ def run(measure, default_sizes: str, description: str) -> None:
     args = parser.parse_args()
     Path(args.out).mkdir(parents=True, exist_ok=True)
     home = Path(args.out) / "home"
+    # No background watcher unless a row asks for one (the agent rows do, by design).
     env = dict(
-        os.environ, KINDLING_NOW=str(NOW), HOME=str(home), XDG_CACHE_HOME=str(home / ".cache")
+        os.environ,
+        KINDLING_NOW=str(NOW),
+        HOME=str(home),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        KINDLING_AUTOWATCH="0",
     )
     os.environ.update(KINDLING_NOW=str(NOW))
     # Byte-compile first: with PYTHONDONTWRITEBYTECODE set, every process would otherwise
