@@ -228,3 +228,15 @@ def test_writes_never_wait_for_it(store_dir, watchers):
         assert len(search_ids(store_dir, "osprey")) == 1
     finally:
         os.kill(pid, signal.SIGCONT)
+
+
+def test_a_watcher_that_died_before_taking_the_lock_is_not_restarted_on_every_read(
+    store_dir, watchers, monkeypatch
+):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (store_dir / daemon.SPAWN_NAME).write_text(f"{dead.pid} {time.time():.3f}\n")
+    for name, value in ON.items():
+        monkeypatch.setenv(name, value)
+    assert daemon.maybe_start(Store(store_dir), lock_of(store_dir), walked=10) is None
+    assert daemon.running_pid(lock_of(store_dir)) is None

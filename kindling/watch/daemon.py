@@ -32,6 +32,7 @@ DEFAULT_MIN_FILES = 5_000
 DEFAULT_IDLE_S = 1_800.0
 SPAWN_NAME = "watch.spawn"  # who was started last, and when (gitignored with watch.*)
 SPAWN_GRACE_S = 10.0  # a starting watcher gets this long to take its lock before another try
+FAILED_BACKOFF_S = 300.0  # after a watcher died before taking its lock, wait this long
 STOP_WAIT_S = 10.0
 _OFF = ("0", "false", "no", "off")
 
@@ -90,20 +91,23 @@ def maybe_start(store: Store, lock: Path | None, walked: int) -> int | None:
 
 
 def _starting(lock: Path) -> bool:
-    """True while a watcher started moments ago has not yet taken the lock (nor died)."""
+    """True while the last watcher started is still starting, or failed to start lately."""
     try:
         pid_text, when_text = lock.with_name(SPAWN_NAME).read_text().split()
         pid, when = int(pid_text), float(when_text)
     except (OSError, ValueError):
         return False
-    if time.time() - when > SPAWN_GRACE_S:
-        return False
     try:
         if int(lock.read_text().strip()) == pid:
-            return False  # it took the lock once and no longer holds it: it is gone
+            return False  # it took the lock once and no longer holds it: it ended
     except (OSError, ValueError):
         pass
-    return _pid_alive(pid)
+    age = time.time() - when
+    if _pid_alive(pid):
+        return age < SPAWN_GRACE_S
+    # It died without ever taking the lock (no watchfiles, no inotify watches left...):
+    # starting another on every read would only burn CPU.
+    return age < FAILED_BACKOFF_S
 
 
 def _record_spawn(path: Path, pid: int) -> None:
