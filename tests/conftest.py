@@ -13,6 +13,10 @@ from click.testing import CliRunner
 from kindling.cli import cli
 from kindling.store import Store
 
+# Off for the whole session, module-scoped fixtures and every subprocess included; the tests
+# that want the background watcher turn it on for one command and stop what they started.
+os.environ["KINDLING_AUTOWATCH"] = "0"
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "fixtures"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -240,3 +241,23 @@ def test_a_watcher_that_died_before_taking_the_lock_is_not_restarted_on_every_re
         monkeypatch.setenv(name, value)
     assert daemon.maybe_start(Store(store_dir), lock_of(store_dir), walked=10) is None
     assert daemon.running_pid(lock_of(store_dir)) is None
+
+
+def test_it_exits_when_its_store_is_deleted(tmp_path, watchers):
+    store = Store.create(tmp_path / "doomed" / ".kindling").root
+    drop(store, obs("obs-1", "short-lived"))
+    search_ids(store, "anything", env=ON)
+    pid = wait_for(lambda: daemon.running_pid(lock_of(store)), "a watcher to start")
+    watchers.append(pid)
+    wait_for(lambda: _caught_up(store), "the watcher to catch up")
+    shutil.rmtree(tmp_path / "doomed")
+    wait_for(lambda: not daemon._pid_alive(pid) or _zombie(pid), "the watcher to exit")
+    assert not (tmp_path / "doomed").exists()  # and it did not bring the store back
+
+
+def _zombie(pid: int) -> bool:
+    """An exited process nobody has reaped yet (the reader that started it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False

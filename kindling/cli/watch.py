@@ -116,6 +116,8 @@ def describe(event: dict) -> str | None:
             f"{clock} watching {event['store']} (pid {event['pid']}, "
             f"debounce {event['debounceMs']} ms); Ctrl-C to stop"
         )
+    if kind == "gone":
+        return f"{clock} {event['store']} is gone; exiting"
     if kind == "idle":
         return f"{clock} unused for {event['seconds']:g} s; exiting"
     if kind == "stop":

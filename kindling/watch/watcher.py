@@ -128,6 +128,11 @@ class Watcher:
                 rels.add(rel)
         if rels:
             self._active_at = time.time()
+        if not os.path.isdir(self.store.root):
+            # The whole store was deleted: reopening the index would only recreate it.
+            self._emit("gone", store=str(self.store.root))
+            self._stop.set()
+            return
         if self._index_replaced() and self._may_retry():
             if self._reopen():
                 self._reconcile("index replaced", announce=True)
@@ -161,7 +166,7 @@ class Watcher:
 
     def _check_idle(self) -> None:
         """Stop once no reader has relied on the watcher and nothing changed for idle_exit s."""
-        if self.idle_exit is None or self._stop.is_set():
+        if self._stop.is_set() or self.idle_exit is None:
             return
         used = self._active_at
         with contextlib.suppress(OSError, TypeError):
