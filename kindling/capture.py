@@ -173,6 +173,19 @@ class Capture:
                 )
             return self.write("capsules", capsule, masked)
 
+    def set_intent(self, capsule_id: str, intent: str) -> Written:
+        """Give an open capsule a new intent (masked), e.g. once its first prompt is known."""
+        _non_empty(intent, "intent")
+        text, masked = mask_text(intent)
+        target = self.lookup.resolve(capsule_id, "capsules").entity["id"]
+        with self.store.locked("capsules", target):
+            capsule = self.lookup.load_for_update("capsules", target)
+            if capsule["status"] != "open":
+                raise KindlingError(f"capsule {target} is closed; its intent stays")
+            capsule["intent"] = text
+            validate("capsules", capsule)
+            return self.write("capsules", capsule, masked)
+
     def close_capsule(
         self,
         capsule_id: str,

@@ -162,6 +162,11 @@ class Memory:
         with self.batch():
             return self._capture.open_capsule(intent, type=type, scope=scope)
 
+    def set_intent(self, capsule_id: str, intent: str) -> Written:
+        """Give an open capsule a new intent (masked), e.g. once its first prompt is known."""
+        with self.batch():
+            return self._capture.set_intent(capsule_id, intent)
+
     def close_capsule(
         self,
         capsule_id: str,
@@ -214,6 +219,7 @@ class Memory:
         kinds: list[str] | None = None,
         limit: int | None = 20,
         include_expired: bool = False,
+        since: int | None = None,
     ) -> list[dict]:
         """Stored entities of one type, newest first; expired pins hidden unless asked for."""
         if entity_type not in ENTITY_TYPES:
@@ -222,11 +228,13 @@ class Memory:
         scope = check_scope(scope)
         self.sync()
         if entity_type != "pins" or include_expired:
-            return self.index.entities(entity_type, scope=scope, kinds=kinds, limit=limit)
+            return self.index.entities(
+                entity_type, scope=scope, kinds=kinds, since=since, limit=limit
+            )
         now = now_ms()
         active = [
             p
-            for p in self.index.entities("pins", scope=scope)
+            for p in self.index.entities("pins", scope=scope, since=since)
             if p["expiresAt"] is None or p["expiresAt"] > now
         ]
         return active[:limit] if limit is not None else active
@@ -245,7 +253,14 @@ class Memory:
                 for c in self.index.open_capsules()
             ],
             "problems": [{"path": p.path, "reason": p.reason} for p in report.problems],
+            "capture": self.capture_activity(),
         }
+
+    def capture_activity(self) -> dict[str, Any]:
+        """What agent hooks last recorded per event, their recent errors and unknown events."""
+        from kindling.agents.activity import read_activity
+
+        return read_activity(self.store)
 
     def export(
         self,
