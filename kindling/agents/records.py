@@ -152,7 +152,12 @@ def tool_record(event: str, payload: dict) -> Record | None:
             outcome = "interrupted"
         if code is not None:
             prov["exitCode"] = code
-        body, was_cut = cut(relative_paths(error, root), MAX_TOOL_OUTPUT_CHARS)
+        first, _, rest = error.partition("\n")
+        if code is not None and first.strip().lower() == f"exit code {code}":
+            error_body = rest  # the status is already in the first line of the record
+        else:
+            error_body = error
+        body, was_cut = cut(relative_paths(error_body, root), MAX_TOOL_OUTPUT_CHARS)
         raw["error"] = error
         kind, content = "error", f"{what} -> {outcome}\n{body}"
     elif tool == "Bash":

@@ -104,3 +104,25 @@ def status_cmd(ctx, json_) -> None:
         click.echo(f"Problem files ({len(info['problems'])}):")
         for p in info["problems"]:
             click.echo(f"  {p['path']}: {p['reason']}")
+    for line in capture_lines(info["capture"]):
+        click.echo(line)
+
+
+def capture_lines(capture: dict) -> list[str]:
+    """The agent-capture part of `kindling status`: last capture per event, errors, unknowns."""
+    from kindling.cli.format import format_time
+
+    if not (capture["events"] or capture["errors"] or capture["unknownEvents"]):
+        return ["Agent capture: no hook has run yet."]
+    lines = ["Agent capture (last run per hook event):"]
+    for event, seen in sorted(capture["events"].items(), key=lambda kv: -kv[1].get("at", 0)):
+        what = f" -> {seen['recorded']}" if seen.get("recorded") else ""
+        lines.append(f"  {event}: {format_time(seen['at'])}, {seen['count']} run(s){what}")
+    if capture["errors"]:
+        lines.append(f"Hook errors (last {len(capture['errors'])}):")
+        for error in capture["errors"]:
+            lines.append(f"  {format_time(error['at'])} {error['message']}")
+    if capture["unknownEvents"]:
+        names = ", ".join(f"{n} ({v['count']})" for n, v in capture["unknownEvents"].items())
+        lines.append(f"Unknown hook events seen (ignored): {names}")
+    return lines
