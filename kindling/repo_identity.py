@@ -24,11 +24,14 @@ _URL_LINE = re.compile(r"^\s*url\s*=\s*(?P<value>.*?)\s*$", re.IGNORECASE)
 
 
 class RepoIdentity(NamedTuple):
-    """A repository's id, the folder name 0.1 used for it, and its work tree's top."""
+    """A repository's id, the folder name 0.1 used for it, and its top folder.
+
+    `root` is the git work tree's top, or outside git the folder that was identified.
+    """
 
     id: str
     folder: str
-    root: Path | None
+    root: Path
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -123,7 +126,7 @@ def identify(path: str | os.PathLike) -> RepoIdentity:
     top = work_tree_top(start)
     folder = (top or start).name or "root"
     if top is None:
-        return RepoIdentity(folder, folder, None)
+        return RepoIdentity(folder, folder, start)
     git_dir = _git_dir(top)
     remote = None
     if git_dir is not None:

@@ -320,7 +320,59 @@ def test_context_block_brings_back_pins_and_the_summary(project, tmp_path):
     assert "JWT exp is in seconds" in context and "root cause" in context
     assert "Compare exp with Date.now()/1000" in context
     assert "forgotten detail" in context
+    # The project's own store is all this project's memory, whatever repoId it was kept under.
+    assert "another repo entirely" in context
+
+
+def test_a_shared_store_gives_only_this_repositorys_memory(project, tmp_path):
+    from kindling.memory import Memory
+
+    shared = tmp_path / "shared"
+    Memory.init(store=shared).close()
+    subprocess_git = __import__("subprocess").run
+    subprocess_git(["git", "init", "-q", str(project)], check=True)
+    subprocess_git(
+        ["git", "-C", str(project), "remote", "add", "origin", "https://u:t@github.com/acme/acme-api.git"],
+        check=True,
+    )
+    with Memory(shared) as memory:
+        memory.log("kept under the 0.1 folder name", scope={"repoId": "acme-api"})
+        memory.log("kept under the remote id", scope={"repoId": "github.com/acme/acme-api"})
+        memory.log("another repo entirely", scope={"repoId": "other"})
+    result = hook(
+        "SessionStart", payload("SessionStart", project, source="startup"), tmp_path, store=shared
+    )
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "# Kindling memory for github.com/acme/acme-api" in context
+    assert "0.1 folder name" in context and "kept under the remote id" in context
     assert "another repo entirely" not in context
+
+
+def test_prompt_recall_needs_shared_words_and_never_repeats(project, tmp_path):
+    from kindling.memory import Memory
+
+    with Memory(project / ".kindling") as memory:
+        earlier = {"sessionId": "earlier", "repoId": "acme-api"}
+        memory.log("Rate limiter: Redis bucket of 50 requests per minute fixed the 429s", scope=earlier)
+        memory.log("unrelated note about fonts in the rate card design", scope=earlier)
+    hook("SessionStart", payload("SessionStart", project, source="startup"), tmp_path)
+    ask = payload("UserPromptSubmit", project, prompt="Why do we get 429s from the rate limiter?")
+    first = hook("UserPromptSubmit", ask, tmp_path)
+    # Everything relevant was already in the session-start context: nothing repeated.
+    assert first.stdout == b"" and first.stderr == b""
+    other = payload("UserPromptSubmit", project, session="s-2", prompt="429s from the rate limiter again")
+    hook("SessionStart", payload("SessionStart", project, session="s-2", source="clear"), tmp_path)
+    with Memory(project / ".kindling") as memory:
+        for n in range(70):
+            memory.log(f"filler step {n}", kind="command", scope={"repoId": "acme-api"})
+    hook("SessionStart", payload("SessionStart", project, session="s-3", source="clear"), tmp_path)
+    third = payload("UserPromptSubmit", project, session="s-3", prompt="429s from the rate limiter again")
+    recalled = json.loads(hook("UserPromptSubmit", third, tmp_path).stdout)
+    text = recalled["hookSpecificOutput"]["additionalContext"]
+    assert recalled["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert "Redis bucket of 50" in text and "fonts" not in text
+    assert hook("UserPromptSubmit", third, tmp_path).stdout == b""  # not repeated
+    assert other  # a second session's prompt is its own
 
 
 def test_secrets_are_masked(project, tmp_path):

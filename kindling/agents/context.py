@@ -2,8 +2,8 @@
 
 Both read little: a few LIMITed queries in the index's time order and one Memory.search,
 never a listing of every entity. Which memory belongs to the repository: all of a store that
-lives inside the repository's work tree (whatever the checkout is called, and whatever repoId
-older captures used); in a shared store, entities whose repoId is the repository's id or its
+lives inside the repository's work tree, or outside git inside the project folder (whatever
+the checkout is called, and whatever repoId older captures used); in a shared store, entities whose repoId is the repository's id or its
 folder's name.
 """
 
@@ -41,12 +41,11 @@ _FINDING_HOOKS = ("Stop", "SubagentStop", "PostCompact")
 
 def repo_scopes(memory, repo: RepoIdentity) -> list[dict]:
     """Scopes selecting the repository's memory: none needed when the store is the repo's own."""
-    if repo.root is not None:
-        try:
-            memory.store.root.resolve().relative_to(repo.root.resolve())
-            return [{}]
-        except ValueError:
-            pass
+    try:
+        memory.store.root.resolve().relative_to(repo.root.resolve())
+        return [{}]
+    except ValueError:
+        pass
     return [{"repoId": repo_id} for repo_id in repo.ids]
 
 
@@ -169,20 +168,26 @@ def _obs_line(obs: dict, width: int = 240) -> str:
 def session_context(
     memory,
     repo: RepoIdentity,
-    session_id: str,
+    session_id: str | None,
     capsule_id: str | None,
     *,
     max_chars: int = MAX_CONTEXT_CHARS,
 ) -> tuple[str, list[str]]:
     """The context for a session's start, within `max_chars`; and the ids it shows."""
     scopes = repo_scopes(memory, repo)
-    out = Section(max_chars - 200)  # room kept for the closing line
+    out = Section(max_chars - 160)  # room kept for the closing line
     out.add(f"# Kindling memory for {repo.id}")
-    where = f"; its open capsule is {capsule_id}" if capsule_id else ""
-    out.add(
-        f"Session {session_id}{where}. Record a finding with the kindling MCP tool `log` "
-        "(capsule_id above) and close the capsule with a summary through `capsule_close`."
-    )
+    if session_id is None:
+        out.add(
+            "Group your work with the kindling MCP tool `capsule_open`, record findings with "
+            "`log` and close the capsule with a summary through `capsule_close`."
+        )
+    else:
+        where = f"; its open capsule is {capsule_id}" if capsule_id else ""
+        out.add(
+            f"Session {session_id}{where}. Record a finding with the kindling MCP tool `log` "
+            "(capsule_id above) and close the capsule with a summary through `capsule_close`."
+        )
     shown: set[str] = set()
     pins: list[tuple[str, str | None]] = []
     for pin in _listed(memory, "pins", scopes, time_key="createdAt", limit=PIN_LIMIT):
