@@ -381,3 +381,80 @@ def test_status_shows_capture_errors_and_unknown_events(repo):
     activity = list((repo / ".kindling").glob("index.sqlite-hooks.json"))
     assert activity  # beside the index, ignored by git
     assert "index.sqlite-hooks.json" not in git("status", "--porcelain", "--ignored=no", cwd=repo)
+
+
+# ---------------------------------------------------------------- which repository
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "git@github.com:acme/acme-api.git",
+        "https://github.com/acme/acme-api.git",
+        "https://user:secret-token@github.com/acme/acme-api",
+        "ssh://git@GitHub.com:22/acme/acme-api.git/",
+        "git://github.com/acme/acme-api",
+    ],
+)
+def test_every_form_of_the_remote_names_one_repository(url):
+    from kindling.repo_identity import normalise_remote
+
+    assert normalise_remote(url) == REPO_ID
+
+
+def test_worktrees_and_renamed_clones_share_the_id(repo, tmp_path):
+    from kindling.repo_identity import identify
+
+    assert identify(repo / "src" / "middleware") == (REPO_ID, "acme-api", repo)
+    worktree = tmp_path / "hotfix-tree"
+    git("worktree", "add", "-q", str(worktree), "-b", "hotfix", cwd=repo)
+    assert (worktree / ".git").is_file()  # gitdir: ... -> commondir -> the shared config
+    assert identify(worktree).id == REPO_ID
+    plain = tmp_path / "no-git-here"
+    plain.mkdir()
+    assert identify(plain) == ("no-git-here", "no-git-here", plain)
+    git("init", "-q", str(tmp_path / "no-origin"), cwd=tmp_path)
+    assert identify(tmp_path / "no-origin").id == "no-origin"
+
+
+def test_the_config_is_read_as_git_writes_it():
+    from kindling.repo_identity import origin_url
+
+    text = (
+        '[core]\n\tbare = false\n[remote "upstream"]\n\turl = https://github.com/up/x.git\n'
+        '# a comment\n[remote "origin"]\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n'
+        '\turl = git@github.com:acme/acme-api.git\n[branch "main"]\n\tremote = origin\n'
+    )
+    assert origin_url(text) == "git@github.com:acme/acme-api.git"
+    assert origin_url("[core]\n") is None
+
+
+# ---------------------------------------------------------------- mask first, then cut
+
+
+def test_a_cut_never_leaves_half_a_secret(repo):
+    from kindling.agents.hooks import record_for
+
+    pem = (
+        "-----BEGIN RSA PRIVATE KEY-----\n"
+        + "\n".join("MIIEowIBAAKCAQEA7x9Qm3fK2pLz8vYt4Rw1sN0bHc5JdXe6UaGi" for _ in range(200))
+        + "\n-----END RSA PRIVATE KEY-----\n"
+    )
+    # Cut first, the kept tail would be key lines without their BEGIN line: unmaskable.
+    output = "build step\n" * 2_000 + pem + "done\n"
+    body = tool(
+        "PostToolUse",
+        repo,
+        FIRST,
+        "Bash",
+        {"command": "cat deploy/key.pem"},
+        tool_response={"stdout": output, "stderr": "", "interrupted": False},
+    )
+    found = record_for("PostToolUse", body)
+    assert "kindling cut" in found.content  # it was cut...
+    assert "MIIEowIBAAKCAQEA7x9Qm3fK2pLz8vYt4Rw1sN0bHc5JdXe6UaGi" not in found.content  # ...after masking
+    assert "MIIEowIBAAKCAQEA7x9Qm3fK2pLz8vYt4Rw1sN0bHc5JdXe6UaGi" not in json.dumps(found.provenance)
+
+    prompt = "x" * 30_000 + " password=hunter2hunter2hunter2 " + "y" * 30_000
+    message = record_for("UserPromptSubmit", {**base("UserPromptSubmit", repo, FIRST), "prompt": prompt})
+    assert "hunter2hunter2hunter2" not in message.content

@@ -42,8 +42,11 @@ def json_option(func):
 
 
 def normalize_repo(value: str) -> str:
-    """A --repo value that is a path (`.`, or holding `/`) becomes that directory's name."""
-    if value in (".", "..") or "/" in value or os.sep in value:
+    """A --repo value written as a path (`.`, `./x`, `/x`, `~/x`) becomes that directory's name.
+
+    Anything else is a stored repoId, taken verbatim (`github.com/acme/api` included).
+    """
+    if value in (".", "..") or value.startswith(("./", "../", "/", "~", os.sep, "." + os.sep)):
         path = os.path.abspath(os.path.expanduser(value))
         name = os.path.basename(path.rstrip(os.sep))
         return name or value
