@@ -79,7 +79,7 @@ def list_cmd(ctx, entity_type, kinds, limit, include_expired, json_, **scope_kwa
 @json_option
 @click.pass_context
 def status_cmd(ctx, json_) -> None:
-    """Show the store's path, counts by type, open capsules and problem files.
+    """Show the store's path, counts, open capsules, problem files and agent capture.
 
     \b
     Example:
