@@ -353,7 +353,9 @@ def test_a_session_that_never_ended_is_closed_at_the_next_start(repo):
     )
     hook("PostToolUseFailure", failing, repo)
     later = {"KINDLING_NOW": str(_now() + 5 * 60 * 60 * 1000)}
-    context = hook("SessionStart", {**base("SessionStart", repo, SECOND), "source": "startup"}, repo, env=later)
+    context = hook(
+        "SessionStart", {**base("SessionStart", repo, SECOND), "source": "startup"}, repo, env=later
+    )
     capsules = {c["scopeIds"]["sessionId"]: c for c in stored(repo / ".kindling", "capsules")}
     assert capsules[FIRST]["status"] == "closed" and capsules[SECOND]["status"] == "open"
     (summary,) = stored(repo / ".kindling", "summaries")
@@ -369,10 +371,14 @@ def _now() -> int:
 
 def test_status_shows_capture_errors_and_unknown_events(repo):
     hook("SessionStart", {**base("SessionStart", repo, FIRST), "source": "startup"}, repo)
-    odd = run_kindling("hook", "FutureEvent", input=json.dumps(base("FutureEvent", repo, FIRST)).encode(), cwd=repo)
+    odd = run_kindling(
+        "hook", "FutureEvent", input=json.dumps(base("FutureEvent", repo, FIRST)).encode(), cwd=repo
+    )
     assert odd.returncode == 0 and odd.stdout == b""
     assert len(odd.stderr.decode().strip().splitlines()) == 1
-    bad = run_kindling("hook", "PostToolUse", input=json.dumps(base("PostToolUse", repo, FIRST)).encode(), cwd=repo)
+    bad = run_kindling(
+        "hook", "PostToolUse", input=json.dumps(base("PostToolUse", repo, FIRST)).encode(), cwd=repo
+    )
     assert bad.returncode == 0 and b"no tool_name" in bad.stderr
     status = run_kindling("status", cwd=repo).stdout.decode()
     assert "SessionStart:" in status and "1 run(s) -> cap_" in status
@@ -452,9 +458,15 @@ def test_a_cut_never_leaves_half_a_secret(repo):
     )
     found = record_for("PostToolUse", body)
     assert "kindling cut" in found.content  # it was cut...
-    assert "MIIEowIBAAKCAQEA7x9Qm3fK2pLz8vYt4Rw1sN0bHc5JdXe6UaGi" not in found.content  # ...after masking
-    assert "MIIEowIBAAKCAQEA7x9Qm3fK2pLz8vYt4Rw1sN0bHc5JdXe6UaGi" not in json.dumps(found.provenance)
+    assert (
+        "MIIEowIBAAKCAQEA7x9Qm3fK2pLz8vYt4Rw1sN0bHc5JdXe6UaGi" not in found.content
+    )  # ...after masking
+    assert "MIIEowIBAAKCAQEA7x9Qm3fK2pLz8vYt4Rw1sN0bHc5JdXe6UaGi" not in json.dumps(
+        found.provenance
+    )
 
     prompt = "x" * 30_000 + " password=hunter2hunter2hunter2 " + "y" * 30_000
-    message = record_for("UserPromptSubmit", {**base("UserPromptSubmit", repo, FIRST), "prompt": prompt})
+    message = record_for(
+        "UserPromptSubmit", {**base("UserPromptSubmit", repo, FIRST), "prompt": prompt}
+    )
     assert "hunter2hunter2hunter2" not in message.content

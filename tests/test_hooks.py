@@ -332,7 +332,15 @@ def test_a_shared_store_gives_only_this_repositorys_memory(project, tmp_path):
     subprocess_git = __import__("subprocess").run
     subprocess_git(["git", "init", "-q", str(project)], check=True)
     subprocess_git(
-        ["git", "-C", str(project), "remote", "add", "origin", "https://u:t@github.com/acme/acme-api.git"],
+        [
+            "git",
+            "-C",
+            str(project),
+            "remote",
+            "add",
+            "origin",
+            "https://u:t@github.com/acme/acme-api.git",
+        ],
         check=True,
     )
     with Memory(shared) as memory:
@@ -353,20 +361,26 @@ def test_prompt_recall_needs_shared_words_and_never_repeats(project, tmp_path):
 
     with Memory(project / ".kindling") as memory:
         earlier = {"sessionId": "earlier", "repoId": "acme-api"}
-        memory.log("Rate limiter: Redis bucket of 50 requests per minute fixed the 429s", scope=earlier)
+        memory.log(
+            "Rate limiter: Redis bucket of 50 requests per minute fixed the 429s", scope=earlier
+        )
         memory.log("unrelated note about fonts in the rate card design", scope=earlier)
     hook("SessionStart", payload("SessionStart", project, source="startup"), tmp_path)
     ask = payload("UserPromptSubmit", project, prompt="Why do we get 429s from the rate limiter?")
     first = hook("UserPromptSubmit", ask, tmp_path)
     # Everything relevant was already in the session-start context: nothing repeated.
     assert first.stdout == b"" and first.stderr == b""
-    other = payload("UserPromptSubmit", project, session="s-2", prompt="429s from the rate limiter again")
+    other = payload(
+        "UserPromptSubmit", project, session="s-2", prompt="429s from the rate limiter again"
+    )
     hook("SessionStart", payload("SessionStart", project, session="s-2", source="clear"), tmp_path)
     with Memory(project / ".kindling") as memory:
         for n in range(70):
             memory.log(f"filler step {n}", kind="command", scope={"repoId": "acme-api"})
     hook("SessionStart", payload("SessionStart", project, session="s-3", source="clear"), tmp_path)
-    third = payload("UserPromptSubmit", project, session="s-3", prompt="429s from the rate limiter again")
+    third = payload(
+        "UserPromptSubmit", project, session="s-3", prompt="429s from the rate limiter again"
+    )
     recalled = json.loads(hook("UserPromptSubmit", third, tmp_path).stdout)
     text = recalled["hookSpecificOutput"]["additionalContext"]
     assert recalled["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"

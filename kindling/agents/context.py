@@ -3,8 +3,8 @@
 Both read little: a few LIMITed queries in the index's time order and one Memory.search,
 never a listing of every entity. Which memory belongs to the repository: all of a store that
 lives inside the repository's work tree, or outside git inside the project folder (whatever
-the checkout is called, and whatever repoId older captures used); in a shared store, entities whose repoId is the repository's id or its
-folder's name.
+the checkout is called, and whatever repoId older captures used); in a shared store, entities
+whose repoId is the repository's id or its folder's name.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kindling.agents.payload import one_line, when
+from kindling.agents.payload import one_line, short_id, when
+from kindling.agents.records import hook_of, subject_of
 from kindling.errors import KindlingError
 from kindling.repo_identity import RepoIdentity
 
@@ -57,23 +58,13 @@ def _listed(memory, entity_type: str, scopes: list[dict], *, time_key: str, **op
     return sorted(found.values(), key=lambda e: (-e[time_key], e["id"]))
 
 
-def short_id(entity_id: str) -> str:
-    """An id prefix that is enough to find the entity again (`kindling show`, MCP `get`)."""
-    return entity_id[:12] if entity_id[3:4] == "_" else entity_id[:8]
-
-
 def significant_words(text: str) -> set[str]:
     """The lower-cased words of 3+ letters of `text` that are not stop words."""
     return {w for w in (m.lower() for m in _WORD.findall(text)) if w not in _STOP}
 
 
-def _hook(entity: dict) -> str | None:
-    prov = entity.get("provenance")
-    return prov.get("hook") if isinstance(prov, dict) else None
-
-
 def _rank(obs: dict) -> int:
-    hook, kind = _hook(obs), obs["kind"]
+    hook, kind = hook_of(obs), obs["kind"]
     prov = obs.get("provenance") or {}
     if hook in _FINDING_HOOKS or (kind == "message" and hook is None):
         return 0
@@ -88,12 +79,6 @@ def _rank(obs: dict) -> int:
     if kind == "tool_call" and prov.get("tool") != "Read":
         return 5
     return 9  # file reads, session markers, notifications: not worth the space
-
-
-def _subject(obs: dict) -> str | None:
-    prov = obs.get("provenance")
-    subject = prov.get("subject") if isinstance(prov, dict) else None
-    return subject if isinstance(subject, str) else None
 
 
 def open_problems(memory, scopes: list[dict], limit: int = CONTEXT_PROBLEMS) -> list[dict]:
@@ -114,12 +99,12 @@ def open_problems(memory, scopes: list[dict], limit: int = CONTEXT_PROBLEMS) -> 
     )
     fixed_at: dict[str, int] = {}
     for obs in later:
-        subject = _subject(obs)
+        subject = subject_of(obs)
         if subject is not None:
             fixed_at[subject] = max(fixed_at.get(subject, 0), obs["ts"])
     still, seen = [], set()
     for error in errors:
-        subject = _subject(error) or error["content"].split("\n", 1)[0]
+        subject = subject_of(error) or error["content"].split("\n", 1)[0]
         if subject in seen or fixed_at.get(subject, -1) > error["ts"]:
             continue
         seen.add(subject)
@@ -158,11 +143,13 @@ def _summary_line(memory, summary: dict) -> str:
         intent = f"{one_line(capsule['intent'], 100)}: "
     except KindlingError:
         pass
-    return f"- {when(summary['ts'])} {intent}{one_line(summary['content'], 600)}  [{short_id(summary['id'])}]"
+    text = one_line(summary["content"], 600)
+    return f"- {when(summary['ts'])} {intent}{text}  [{short_id(summary['id'])}]"
 
 
 def _obs_line(obs: dict, width: int = 240) -> str:
-    return f"- {when(obs['ts'])} [{obs['kind']}] {one_line(obs['content'], width)}  [{short_id(obs['id'])}]"
+    text = one_line(obs["content"], width)
+    return f"- {when(obs['ts'])} [{obs['kind']}] {text}  [{short_id(obs['id'])}]"
 
 
 def session_context(
@@ -201,7 +188,10 @@ def session_context(
         note = f" (note: {one_line(pin['reason'], 120)})" if pin.get("reason") else ""
         label = target.get("kind", "summary")
         pins.append(
-            (f"- [{label}] {one_line(target['content'], 300)}{note}  [{short_id(target['id'])}]", target["id"])
+            (
+                f"- [{label}] {one_line(target['content'], 300)}{note}  [{short_id(target['id'])}]",
+                target["id"],
+            )
         )
     out.heading("Pinned (always keep in mind):", pins)
 
@@ -296,7 +286,7 @@ def _recallable(entity: dict, session_id: str, already: set[str], wanted: set[st
     scope: dict[str, Any] = entity.get("scopeIds") or {}
     if scope.get("sessionId") == session_id:
         return False  # this session's own records are already in the agent's context
-    if _hook(entity) in ("SessionStart", "Notification", "PreCompact"):
+    if hook_of(entity) in ("SessionStart", "Notification", "PreCompact"):
         return False
     shared = len(wanted & significant_words(entity["content"]))
     need = min(RECALL_MIN_WORDS, len(wanted))

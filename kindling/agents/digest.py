@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kindling.agents.payload import SOURCE, cut, one_line
+from kindling.agents.records import hook_of, subject_of
 from kindling.clock import now_ms
 from kindling.errors import KindlingError
 
@@ -28,17 +29,6 @@ class Closing(NamedTuple):
     text: str
     confidence: float
     evidence: list[str]
-
-
-def _hook(obs: dict) -> str | None:
-    prov = obs.get("provenance")
-    return prov.get("hook") if isinstance(prov, dict) else None
-
-
-def _subject(obs: dict) -> str | None:
-    prov = obs.get("provenance")
-    value = prov.get("subject") if isinstance(prov, dict) else None
-    return value if isinstance(value, str) else None
 
 
 def _members(memory, capsule: dict) -> list[dict]:
@@ -63,7 +53,7 @@ def mechanical(members: list[dict]) -> tuple[list[str], list[str]]:
     failed: dict[str, str] = {}
     fixed: dict[str, tuple[str, str]] = {}
     for obs in members:
-        subject = _subject(obs)
+        subject = subject_of(obs)
         prov = obs.get("provenance") or {}
         if obs["kind"] == "file_diff" and isinstance(prov.get("file"), str):
             files.setdefault(prov["file"], obs["id"])
@@ -96,7 +86,7 @@ def closing_summary(memory, capsule: dict) -> Closing | None:
         return None
     last = {}
     for obs in members:
-        hook = _hook(obs)
+        hook = hook_of(obs)
         if hook in ("Stop", "PostCompact"):
             last[hook] = obs
     digest, evidence = mechanical(members)
@@ -107,12 +97,13 @@ def closing_summary(memory, capsule: dict) -> Closing | None:
         evidence.insert(0, last["Stop"]["id"])
         confidence = 0.8
     if "PostCompact" in last:
-        parts.append("Earlier in the session (compaction summary): " + _strip_label(
-            last["PostCompact"]["content"]
-        ))
+        parts.append(
+            "Earlier in the session (compaction summary): "
+            + _strip_label(last["PostCompact"]["content"])
+        )
         evidence.insert(0, last["PostCompact"]["id"])
     if not parts:
-        prompts = [o for o in members if _hook(o) == "UserPromptSubmit"]
+        prompts = [o for o in members if hook_of(o) == "UserPromptSubmit"]
         asked = f"Asked: {one_line(prompts[0]['content'], 300)}" if prompts else ""
         parts.append(" ".join([asked, *digest]).strip() or _activity_line(members))
     elif digest:

@@ -50,10 +50,18 @@ def _sdk():
         from typing_extensions import TypedDict
     except ImportError:
         raise KindlingError(INSTALL_HINT) from None
-    return MCPServer, ToolError, CallToolResult, TextContent, ToolAnnotations, Field, (
-        TypedDict,
-        ConfigDict,
-        with_config,
+    return (
+        MCPServer,
+        ToolError,
+        CallToolResult,
+        TextContent,
+        ToolAnnotations,
+        Field,
+        (
+            TypedDict,
+            ConfigDict,
+            with_config,
+        ),
     )
 
 
@@ -83,7 +91,11 @@ class Served:
             name = store
         else:
             name = next(
-                (n for n, m in self.memories.items() if str(m.store.root) in (store, store.rstrip("/"))),
+                (
+                    n
+                    for n, m in self.memories.items()
+                    if str(m.store.root) in (store, store.rstrip("/"))
+                ),
                 None,
             )
             if name is None:
@@ -195,7 +207,9 @@ def build_server(memories: list):
     ) -> CallToolResult:
         """Pins first, then the current summary, then ranked matches, within max_tokens."""
         if len(query) > MAX_QUERY_CHARS:
-            raise KindlingError(f"query is {len(query):,} characters; keep it under {MAX_QUERY_CHARS:,}")
+            raise KindlingError(
+                f"query is {len(query):,} characters; keep it under {MAX_QUERY_CHARS:,}"
+            )
         memory, _ = served.pick(store)
         result = memory.search(
             query,

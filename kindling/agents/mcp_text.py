@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from kindling.agents.payload import cut, one_line, when
+from kindling.agents.payload import cut, one_line, short_id, when
 from kindling.model import SINGULAR, entity_time
 
 CHARS_PER_TOKEN = 4  # the retrieval budget's rule: tokens ~ characters / 4
@@ -21,11 +21,6 @@ DEFAULT_TOKENS = 1_000
 def tokens(text: str) -> int:
     """Tokens a text costs by the ~4 characters/token rule."""
     return math.ceil(len(text) / CHARS_PER_TOKEN)
-
-
-def short_id(entity_id: str) -> str:
-    """An id prefix enough to find the entity again (`get`, `kindling show`)."""
-    return entity_id[:12] if entity_id[3:4] == "_" else entity_id[:8]
 
 
 class Budget:

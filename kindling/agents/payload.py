@@ -92,6 +92,11 @@ def one_line(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def short_id(entity_id: str) -> str:
+    """An id prefix enough to find the entity again (`kindling show`, MCP `get`)."""
+    return entity_id[:12] if entity_id[3:4] == "_" else entity_id[:8]
+
+
 def when(ms: int) -> str:
     """Epoch milliseconds as `YYYY-MM-DD HH:MM` (UTC)."""
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M")

@@ -40,6 +40,19 @@ class Record(NamedTuple):
     provenance: dict
 
 
+def hook_of(observation: dict) -> str | None:
+    """The hook event that recorded an observation, when a hook did."""
+    prov = observation.get("provenance")
+    return prov.get("hook") if isinstance(prov, dict) else None
+
+
+def subject_of(observation: dict) -> str | None:
+    """What a recorded tool call ran or touched (`provenance.subject`), when it says."""
+    prov = observation.get("provenance")
+    value = prov.get("subject") if isinstance(prov, dict) else None
+    return value if isinstance(value, str) else None
+
+
 def _rel(path: str, root: Path) -> str:
     try:
         return str(Path(path).relative_to(root))
@@ -80,7 +93,10 @@ def file_diff(tool: str, tool_input: dict, response: Any, root: Path) -> tuple[s
     if tool == "NotebookEdit":
         mode = tool_input.get("edit_mode") or "replace"
         cell = tool_input.get("cell_id") or "new cell"
-        return f"NotebookEdit {shown} ({mode} {cell})\n{text_of(tool_input.get('new_source'))}", shown
+        return (
+            f"NotebookEdit {shown} ({mode} {cell})\n{text_of(tool_input.get('new_source'))}",
+            shown,
+        )
     resp = response if isinstance(response, dict) else {}
     header = f"--- a/{shown}\n+++ b/{shown}\n"
     patches = resp.get("structuredPatch")
@@ -198,7 +214,7 @@ _MESSAGES = {
 
 
 def message_record(event: str, payload: dict) -> Record | None:
-    """The `message` observation a prompt, Stop, SubagentStop, compaction or notification records."""
+    """The `message` a prompt, Stop, SubagentStop, compaction or notification records."""
     prov: dict[str, Any] = {"source": SOURCE, "hook": event}
     if event == "PreCompact":
         trigger = text_of(payload.get("trigger")) or "unknown"
