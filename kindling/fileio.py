@@ -55,6 +55,8 @@ def atomic_output(
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
+        if os.environ.get("KINDLING_TEST_PAUSE_BEFORE_RENAME"):  # lets a test kill us here
+            _pause_before_rename(tmp, os.environ["KINDLING_TEST_PAUSE_BEFORE_RENAME"])
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -62,6 +64,15 @@ def atomic_output(
         raise
     if durable:
         fsync_dir(folder or ".")
+
+
+def _pause_before_rename(tmp: str, announce: str) -> None:
+    """Test-only: name the finished temp file in `announce`, then wait to be killed."""
+    import time
+
+    with open(announce, "w") as fh:
+        fh.write(tmp)
+    time.sleep(3600)
 
 
 def write_atomic(path: str | os.PathLike, data: bytes, *, durable: bool = True) -> None:

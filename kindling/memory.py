@@ -239,6 +239,16 @@ class Memory:
         ]
         return active[:limit] if limit is not None else active
 
+    def scope_in_use(self, scope: dict) -> bool:
+        """True when some observation, capsule or summary carries every id of `scope`."""
+        scope = check_scope(scope)
+        self.sync()
+        # Pins are left out: one without a field matches every filter on it.
+        return any(
+            self.index.entities(etype, scope=scope, limit=1)
+            for etype in ("observations", "capsules", "summaries")
+        )
+
     def status(self) -> dict[str, Any]:
         """Store path, counts by type, redacted count, open capsules and problem files."""
         report = self.sync()
@@ -269,11 +279,16 @@ class Memory:
         scope: dict | None = None,
         include_redacted: bool = False,
         progress: ProgressFactory | None = None,
+        format: str = "kindling",
     ) -> ExportReport:
-        """Write a bundle to a binary stream, or atomically to a file path; an ExportReport."""
+        """Write a bundle to a binary stream, or atomically to a file path; an ExportReport.
+
+        `format="original"` writes what the original Kindling (TypeScript, Rust) imports.
+        """
         from kindling.bundle.export import export_bundle, export_to_path
 
         options = {"scope": scope, "include_redacted": include_redacted, "progress": progress}
+        options["format"] = format
         if isinstance(out, (str, os.PathLike)):
             return export_to_path(self.store, out, **options)
         return export_bundle(self.store, out, **options)

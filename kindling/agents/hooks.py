@@ -39,6 +39,23 @@ EVENTS: dict[str, str | None] = {
     "PostCompact": RECORDS_MESSAGE,
     "SessionEnd": RECORDS_NOTHING,  # handled below: closes the capsule
 }
+# The original Kindling plugin's names for the events (its hooks/hooks.json), and the rest in
+# the same kebab case.
+ALIASES = {
+    "session-start": "SessionStart",
+    "user-prompt-submit": "UserPromptSubmit",
+    "pre-tool-use": "PreToolUse",
+    "permission-request": "PermissionRequest",
+    "post-tool-use": "PostToolUse",
+    "post-tool-use-failure": "PostToolUseFailure",
+    "notification": "Notification",
+    "subagent-start": "SubagentStart",
+    "subagent-stop": "SubagentStop",
+    "stop": "Stop",
+    "pre-compact": "PreCompact",
+    "post-compact": "PostCompact",
+    "session-end": "SessionEnd",
+}
 TOOL_EVENTS = tuple(e for e, what in EVENTS.items() if what == RECORDS_TOOL)
 INTENT_WAITING = " (waiting for its first prompt)"
 MAX_INTENT_CHARS = 200
@@ -166,19 +183,21 @@ def handle(memory, event: str, payload: dict) -> HookResult:
 
 def run_hook(event: str, data: bytes, store: str | None = None) -> HookResult:
     """Everything `kindling hook EVENT` does; never raises, problems become the message."""
+    event = ALIASES.get(event, event)
     memory = None
     try:
         payload = read_payload(data)
-        named = payload.get("hook_event_name")
-        if isinstance(named, str) and named != event:
-            raise KindlingError(f"payload is for {named}, not {event}")
         from kindling.memory import Memory
 
         memory = Memory(store, cwd=project_dir(payload))
         if event not in EVENTS:
             note_activity(memory.store, event, known=False)
             memory.close()
-            return HookResult(message=f"kindling hook: unknown event {event!r}; nothing recorded")
+            unknown = f"kindling hook: unknown hook event {event!r}; nothing recorded"
+            return HookResult(message=unknown)
+        named = payload.get("hook_event_name")
+        if isinstance(named, str) and ALIASES.get(named, named) != event:
+            raise KindlingError(f"payload is for {named}, not {event}")
         with memory, memory.batch():
             result = handle(memory, event, payload)
         note_activity(memory.store, event, recorded=result.recorded)

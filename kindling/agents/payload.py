@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kindling.capture import mask_json, mask_text
 from kindling.errors import KindlingError
+from kindling.masking import mask_json, mask_text, mask_then_cut
 from kindling.repo_identity import RepoIdentity, identify
 
 SOURCE = "claude-code"
@@ -69,7 +69,7 @@ def text_of(value: Any) -> str:
 
 
 def truncate(text: str, limit: int) -> tuple[str, bool]:
-    """Keep the head and tail of `text` within `limit` characters, with a visible notice."""
+    """Keep the head and tail of already masked `text` within `limit` characters, with a notice."""
     if len(text) <= limit:
         return text, False
     head = limit * 2 // 3
@@ -81,8 +81,8 @@ def truncate(text: str, limit: int) -> tuple[str, bool]:
 
 def cut(text: str, limit: int) -> tuple[str, bool]:
     """`text` masked, then cut to `limit` characters (head and tail); and whether it was cut."""
-    masked, _ = mask_text(text)
-    return truncate(masked, limit)
+    shown, _, was_cut = mask_then_cut(text, limit)
+    return shown, was_cut
 
 
 def one_line(text: str, width: int) -> str:

@@ -14,6 +14,7 @@ import zlib
 from typing import NamedTuple
 
 from kindling import canonical
+from kindling.bundle import original
 from kindling.errors import KindlingError, ValidationError
 from kindling.model import ENTITY_TYPES, SINGULAR, entity_errors, is_valid_id, scope_errors
 
@@ -33,6 +34,8 @@ class Dataset(NamedTuple):
     exported_at: int
     scope: dict | None
     entities: dict[str, list[dict]]
+    # What was normalised from the original Kindling's shape, and for how many entities.
+    normalised: dict[str, int] = {}
 
     def __len__(self) -> int:
         return sum(len(items) for items in self.entities.values())
@@ -99,8 +102,14 @@ def decode_bundle(data: bytes) -> object:
 
 
 def parse_bundle(data: bytes) -> Dataset:
-    """Parse and check a whole bundle; any problem raises one error that lists them all."""
-    return check_bundle(decode_bundle(data))
+    """Parse and check a whole bundle; any problem raises one error that lists them all.
+
+    A bundle written by the original Kindling is read too: `original.normalise` brings it to
+    the canonical shape first, and the Dataset says what that changed.
+    """
+    value, normalised = original.normalise(decode_bundle(data))
+    exported_at, scope, entities, _ = check_bundle(value)
+    return Dataset(exported_at, scope, entities, normalised)
 
 
 def check_bundle(value: object) -> Dataset:

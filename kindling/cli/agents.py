@@ -106,7 +106,9 @@ def hook_cmd(ctx: click.Context, event: str) -> None:
     UserPromptSubmit (prints memories recalled for the prompt), PostToolUse,
     PostToolUseFailure, Notification, Stop, SubagentStop, PreCompact, PostCompact,
     SessionEnd (closes the session's capsule with a summary); others are accepted and
-    ignored. Problems are one line on stderr, exit status 0, and shown by `kindling status`.
+    ignored. The original Kindling plugin's names work too (session-start, post-tool-use,
+    ...; `kindling-hook EVENT` is the same command). Problems are one line on stderr, exit
+    status 0, and shown by `kindling status`.
 
     \b
     Example:
@@ -124,3 +126,10 @@ def hook_cmd(ctx: click.Context, event: str) -> None:
         click.echo(result.stdout)
     if result.message:
         notice(result.message)
+
+
+def hook_main() -> None:
+    """The `kindling-hook EVENT` command: `kindling hook EVENT` under the original's name."""
+    from kindling.cli import cli
+
+    cli.main(["hook", *sys.argv[1:]], prog_name="kindling-hook")

@@ -60,7 +60,7 @@ def list_cmd(ctx, entity_type, kinds, limit, include_expired, json_, **scope_kwa
         raise click.UsageError("--kind applies to observations only")
     items = memory.list(
         entity_type,
-        scope=scope_from(scope_kwargs),
+        scope=scope_from(scope_kwargs, memory),
         kinds=list(kinds) or None,
         limit=limit,
         include_expired=include_expired,

@@ -11,9 +11,7 @@ reconcile instead. The hand-off to readers follows the contract in kindling.inde
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import signal
 import sqlite3
 import threading
 import time
@@ -21,6 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kindling import platform
 from kindling.errors import KindlingError
 from kindling.fileio import inode_of
 from kindling.store import Store
@@ -284,15 +283,16 @@ class Watcher:
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                platform.lock(fd, blocking=False)
                 break
-            except BlockingIOError:
+            except platform.LockBusy:
                 if time.monotonic() >= deadline:
                     os.close(fd)
                     raise KindlingError(self._refusal(path)) from None
                 time.sleep(0.02)
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, f"{os.getpid()}\n".encode())
         if self._lock_fd is not None:
             os.close(self._lock_fd)
         self._lock_fd = fd
@@ -350,11 +350,8 @@ def run_until_signalled(watcher: Watcher) -> None:
         if again or watcher.interruptible:
             raise Stopped
 
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        watcher.run(stop)
-    except Stopped:
-        pass
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+    with platform.on_stop_signals(handle):
+        try:
+            watcher.run(stop)
+        except Stopped:
+            pass
