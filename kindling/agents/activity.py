@@ -8,12 +8,10 @@ many hooks at once each leave their mark; losing it loses nothing but this repor
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
-import os
 from pathlib import Path
 
+from kindling import platform
 from kindling.clock import now_ms
 from kindling.fileio import write_atomic
 from kindling.store import Store
@@ -41,17 +39,6 @@ def read_activity(store: Store) -> dict:
     return {key: data.get(key, value) for key, value in empty.items()}
 
 
-@contextlib.contextmanager
-def _locked(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
 def note_activity(
     store: Store,
     event: str,
@@ -64,7 +51,8 @@ def note_activity(
     path = activity_path(store)
     now = now_ms()
     try:
-        with _locked(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with platform.locked_file(f"{path}.lock"):
             data = read_activity(store)
             if not known:
                 seen = data["unknownEvents"].get(event, {"count": 0})
