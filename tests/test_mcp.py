@@ -175,6 +175,12 @@ def test_invalid_arguments_are_short_errors(store_dir, isolated_env, tmp_path):
         assert "bogus" in await schema_error(client, "log", content="x", scope={"bogus": "x"})
         await error(client, "log", content="   ")
         await schema_error(client, "pin", target_type="capsule", target_id=cap["id"])
+        assert "intent" in await error(client, "capsule_open", intent="  ")
+        await schema_error(client, "capsule_open", intent="x", type="meeting")
+        await ok(client, "capsule_open", intent="once", scope={"sessionId": "s10"})
+        assert "already has an open session capsule" in await error(
+            client, "capsule_open", intent="twice", scope={"sessionId": "s10"}
+        )
         assert "no pin" in await error(client, "unpin", pin_id="pin_0000000000")
         await error(client, "forget", observation_id="00000000-0000")
         assert "observations only" in await error(
