@@ -29,7 +29,7 @@ PIN_LIMIT = 20
 # A recalled memory must share this many of the prompt's words (and this share of them).
 RECALL_MIN_WORDS = 2
 RECALL_MIN_SHARE = 0.25
-RECALL_CANDIDATES = 8
+RECALL_CANDIDATES = 20
 _WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
 _STOP = frozenset(
     "the and for with that this from have has was were are not but you your can could "
@@ -286,8 +286,8 @@ def _recallable(entity: dict, session_id: str, already: set[str], wanted: set[st
     scope: dict[str, Any] = entity.get("scopeIds") or {}
     if scope.get("sessionId") == session_id:
         return False  # this session's own records are already in the agent's context
-    if hook_of(entity) in ("SessionStart", "Notification", "PreCompact"):
-        return False
+    if hook_of(entity) in ("SessionStart", "Notification", "PreCompact", "UserPromptSubmit"):
+        return False  # markers, and questions: an earlier answer is worth the space, not these
     shared = len(wanted & significant_words(entity["content"]))
     need = min(RECALL_MIN_WORDS, len(wanted))
     return shared >= need and (shared >= 4 or shared / len(wanted) >= RECALL_MIN_SHARE)
