@@ -4,8 +4,8 @@ pins and import. (What counts as a secret is tested in test_masking.py.)"""
 from __future__ import annotations
 
 import orjson
-
 from entities import observation
+
 from kindling.bundle.importer import import_bundle
 
 TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"  # a GitHub classic token shape
