@@ -137,6 +137,11 @@ class Memory:
         with self.batch():
             return self._lookup.open_session_capsule(session_id)
 
+    def open_capsules(self, session_id: str | None = None) -> list[dict]:
+        """Every open capsule (of one session, when given), as the synced index has them."""
+        self.sync()
+        return self.index.open_capsules(session_id)
+
     # ------------------------------------------------------------ capture
 
     def log(

@@ -147,10 +147,9 @@ def close_stale(memory, repo_ids: tuple[str, ...] | None, current_session: str) 
 
     `repo_ids` limits this to capsules of those repoIds (None: every capsule in the store).
     """
-    memory.sync()
     now = now_ms()
     closed = []
-    for capsule in memory.index.open_capsules():
+    for capsule in memory.open_capsules():
         scope = capsule["scopeIds"]
         if capsule["type"] != "session" or scope.get("agentId") != SOURCE:
             continue
