@@ -35,8 +35,11 @@ def merge_driver_cmd(base: str, ours: str, theirs: str, path: str | None, marker
     for name in (base, ours, theirs):
         try:
             sides.append(Path(name).read_bytes())
-        except OSError:
-            sides.append(None)
+        except OSError as exc:
+            # git always hands over three files: a missing one is a misuse, not a merge.
+            reason = exc.strerror or exc
+            click.echo(f"kindling merge-driver: cannot read {name}: {reason}", err=True)
+            sys.exit(1)
     try:
         result = merge_files(*sides, path=path, marker_size=marker_size)
         data, clean, conflicts = result.data, result.clean, result.conflicts
