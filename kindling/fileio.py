@@ -27,6 +27,24 @@ def is_temp_name(name: str) -> bool:
     return name.startswith(".") and name.endswith(TEMP_SUFFIX)
 
 
+def check_output_path(path: str | os.PathLike) -> None:
+    """Raise a KindlingError unless `path` names a file whose folder exists.
+
+    An output path given by a person is never turned into a new tree of folders: a typo
+    should be an error, not a file somewhere unexpected.
+    """
+    from kindling.errors import KindlingError
+
+    text = os.fspath(path)
+    if not text.strip():
+        raise KindlingError("the output path is empty")
+    if os.path.isdir(text):
+        raise KindlingError(f"cannot write {text}: it is a folder")
+    folder = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(folder):
+        raise KindlingError(f"cannot write {text}: folder {folder} does not exist")
+
+
 @contextlib.contextmanager
 def atomic_output(
     path: str | os.PathLike, *, durable: bool = True, make_parents: bool = True

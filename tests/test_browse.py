@@ -183,8 +183,16 @@ def test_a_failed_write_leaves_the_old_page_and_no_temp_file(memory, run, tmp_pa
 def test_an_output_in_a_missing_folder_is_a_one_line_error(memory, run, tmp_path):
     result = run("browse", "-o", str(tmp_path / "nowhere" / "p.html"), "--no-open")
     assert result.exit_code == 1
-    assert result.output.startswith("Error: cannot write ") and result.output.count("\n") == 1
+    assert result.output == (
+        f"Error: cannot write {tmp_path / 'nowhere' / 'p.html'}: "
+        f"folder {tmp_path / 'nowhere'} does not exist\n"
+    )
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_an_empty_output_path_is_a_one_line_error(memory, run):
+    result = run("browse", "-o", "", "--no-open")
+    assert (result.exit_code, result.output) == (1, "Error: the output path is empty\n")
 
 
 def test_without_output_writes_a_temp_file(memory, run, tmp_path, monkeypatch):
