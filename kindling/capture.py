@@ -225,6 +225,8 @@ class Capture:
         target = self.lookup.resolve(target_id, PLURAL[target_type]).entity
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
             raise ValidationError("ttl must be a positive number of milliseconds")
+        if note is not None:
+            _non_empty(note, "note")
         reason, masked = mask_text(note) if note is not None else (None, 0)
         pin_scope, masked_scope = mask_scope_ids(
             check_scope(scope) if scope else dict(target["scopeIds"])
