@@ -21,6 +21,7 @@ from kindling.clock import now_ms
 from kindling.errors import KindlingError, ValidationError
 from kindling.lookup import Lookup
 from kindling.model import (
+    MAX_TIMESTAMP_MS,
     OBSERVATION_KINDS,
     PLURAL,
     REDACTED_CONTENT,
@@ -232,6 +233,10 @@ class Capture:
             raise ValidationError("ttl must be a positive number of milliseconds")
         reason, masked = mask_text(note) if note is not None else (None, 0)
         created = now_ms()
+        if ttl is not None and created + ttl > MAX_TIMESTAMP_MS:
+            raise ValidationError(
+                f"ttl of {ttl} ms would expire after year 9999; at most {MAX_TIMESTAMP_MS - created}"
+            )
         pin = {
             "id": new_id("pins"),
             "targetType": target_type,

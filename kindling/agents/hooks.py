@@ -9,13 +9,13 @@ is reported in one line and nothing is recorded.
 
 from __future__ import annotations
 
-import datetime as dt
 import difflib
 import json
 import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from kindling.clock import format_utc
 from kindling.errors import KindlingError
 
 EVENTS = (
@@ -78,7 +78,7 @@ def _one_line(text: str, width: int) -> str:
 
 
 def _when(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return format_utc(ms, "%Y-%m-%d %H:%M")
 
 
 def _text(value: Any) -> str:

@@ -7,15 +7,22 @@ Writing a bundle lives in `kindling.bundle.export`, reading one into a store in
 
 from __future__ import annotations
 
-import datetime as dt
 import gzip
 import sys
 import zlib
 from typing import NamedTuple
 
 from kindling import canonical
+from kindling.clock import format_utc
 from kindling.errors import KindlingError, ValidationError
-from kindling.model import ENTITY_TYPES, SINGULAR, entity_errors, is_valid_id, scope_errors
+from kindling.model import (
+    ENTITY_TYPES,
+    SINGULAR,
+    entity_errors,
+    is_timestamp,
+    is_valid_id,
+    scope_errors,
+)
 
 BUNDLE_VERSION = "1.0"
 DATASET_VERSION = "1.0"
@@ -40,8 +47,8 @@ class Dataset(NamedTuple):
 
 def iso_utc(ms: int) -> str:
     """Epoch milliseconds as ISO-8601 UTC with milliseconds, e.g. 2025-06-20T11:05:00.000Z."""
-    moment = dt.datetime.fromtimestamp(ms // 1000, tz=dt.timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
+    text = format_utc(ms, "%Y-%m-%dT%H:%M:%S")
+    return f"{text}.{ms % 1000:03d}Z" if is_timestamp(ms) else text
 
 
 def entity_label(entity_type: str, index: int, entity: object) -> str:
@@ -57,7 +64,7 @@ def entity_label(entity_type: str, index: int, entity: object) -> str:
 
 
 def _is_ms(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return is_timestamp(value)
 
 
 def _raise_all(errors: list[str]) -> None:
@@ -122,9 +129,11 @@ def check_bundle(value: object) -> Dataset:
     for key in sorted(dataset.keys() - _DATASET_KEYS):
         errors.append(f"dataset.{key} is not a dataset field")
     if not _is_ms(value.get("exportedAt")):
-        errors.append("exportedAt must be an integer >= 0 (epoch milliseconds)")
+        errors.append("exportedAt must be an integer from 0 to year 9999 (epoch milliseconds)")
     if not _is_ms(dataset.get("exportedAt")):
-        errors.append("dataset.exportedAt must be an integer >= 0 (epoch milliseconds)")
+        errors.append(
+            "dataset.exportedAt must be an integer from 0 to year 9999 (epoch milliseconds)"
+        )
     if "metadata" in value and not isinstance(value["metadata"], dict):
         errors.append("metadata must be an object")
     scope = dataset.get("scope")

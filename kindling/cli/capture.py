@@ -8,6 +8,9 @@ import click
 
 from kindling import canonical
 from kindling.cli.common import (
+    DURATION_MS,
+    TIMESTAMP,
+    FiniteFloatRange,
     echo_json,
     json_option,
     notice,
@@ -103,7 +106,7 @@ def _parse_provenance(text: str | None) -> dict | None:
 @scope_options
 @click.option("--provenance", metavar="JSON", help="Source metadata as a JSON object.")
 @click.option("--capsule", "capsule_id", metavar="CAP_ID", help="Append to this open capsule.")
-@click.option("--ts", type=click.IntRange(min=0), metavar="MS", help="Epoch ms (default: now).")
+@click.option("--ts", type=TIMESTAMP, metavar="MS", help="Epoch ms (default: now).")
 @json_option
 @click.pass_context
 def log_cmd(ctx, content, kind, provenance, capsule_id, ts, json_, **scope_kwargs) -> None:
@@ -161,7 +164,7 @@ def capsule_open_cmd(ctx, intent, type_, json_, **scope_kwargs) -> None:
 @click.option("--summary", help="Write a summary of the capsule.")
 @click.option(
     "--confidence",
-    type=click.FloatRange(0, 1),
+    type=FiniteFloatRange(0, 1),
     default=1.0,
     show_default=True,
     help="Confidence in the summary.",
@@ -189,7 +192,7 @@ def capsule_close_cmd(ctx, capsule_id, summary, confidence, evidence, json_) -> 
 @click.argument("target_id")
 @click.option("--note", help="Why it matters (stored as reason).")
 @click.option(
-    "--ttl", type=click.IntRange(min=1), metavar="MS", help="Expire after MS milliseconds."
+    "--ttl", type=DURATION_MS, metavar="MS", help="Expire after MS milliseconds."
 )
 @scope_options
 @json_option

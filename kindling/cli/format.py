@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 import click
 
+from kindling.clock import format_utc
 from kindling.model import entity_time
 
 
 def format_time(ms: int) -> str:
-    """Epoch milliseconds as UTC `YYYY-MM-DD HH:MM:SS`."""
-    moment = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
-    return moment.strftime("%Y-%m-%d %H:%M:%S")
+    """Epoch milliseconds as UTC `YYYY-MM-DD HH:MM:SS`; never raises."""
+    return format_utc(ms)
 
 
 def one_line(text: str, width: int = 100) -> str:

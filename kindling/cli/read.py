@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kindling.cli.common import (
+    POSITIVE_COUNT,
     echo_json,
     json_option,
     kind_option,
@@ -43,7 +44,7 @@ def show_cmd(ctx, entity_id, json_) -> None:
 @click.argument("entity_type", type=click.Choice(ENTITY_TYPES))
 @scope_options
 @kind_option
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--limit", type=POSITIVE_COUNT, default=20, show_default=True)
 @click.option("--all", "include_expired", is_flag=True, help="Include expired pins.")
 @json_option
 @click.pass_context

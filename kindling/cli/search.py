@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from kindling.cli.common import (
+    COUNT,
+    TIMESTAMP,
     echo_json,
     json_option,
     kind_option,
@@ -23,12 +25,12 @@ RULE = "=" * 50
 @scope_options
 @kind_option
 @click.option(
-    "--since", type=click.IntRange(min=0), metavar="MS", help="Only from this time on (epoch ms)."
+    "--since", type=TIMESTAMP, metavar="MS", help="Only from this time on (epoch ms)."
 )
 @click.option(
     "--max",
     "max_results",
-    type=click.IntRange(min=0),
+    type=COUNT,
     metavar="N",
     default=10,
     show_default=True,
@@ -36,7 +38,7 @@ RULE = "=" * 50
 )
 @click.option(
     "--max-tokens",
-    type=click.IntRange(min=0),
+    type=COUNT,
     metavar="N",
     help="Keep the whole result within about N tokens (drops the lowest candidates).",
 )
