@@ -235,7 +235,8 @@ class Capture:
         created = now_ms()
         if ttl is not None and created + ttl > MAX_TIMESTAMP_MS:
             raise ValidationError(
-                f"ttl of {ttl} ms would expire after year 9999; at most {MAX_TIMESTAMP_MS - created}"
+                f"ttl of {ttl} ms would expire after year 9999 "
+                f"(at most {MAX_TIMESTAMP_MS - created} ms from now)"
             )
         pin = {
             "id": new_id("pins"),

@@ -62,7 +62,9 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except KindlingError as exc:
-            raise click.ClickException(str(exc)) from None
+            from kindling.cli.format import safe_text
+
+            raise click.ClickException(safe_text(exc)) from None
         except BrokenPipeError:
             # The reader went away (`kindling list ... | head`): stop quietly, as cat does.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

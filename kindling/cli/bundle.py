@@ -15,6 +15,7 @@ from kindling.cli.common import (
     scope_from,
     scope_options,
 )
+from kindling.cli.format import echo
 
 
 @click.command("export")
@@ -92,4 +93,4 @@ def import_cmd(ctx, source, on_conflict, dry_run, json_) -> None:
     if json_:
         echo_json(report.as_json())
     else:
-        click.echo("\n".join(report.lines()))
+        echo("\n".join(report.lines()))

@@ -18,6 +18,7 @@ from kindling.cli.common import (
     scope_from,
     scope_options,
 )
+from kindling.cli.format import echo
 from kindling.errors import KindlingError
 from kindling.model import CAPSULE_TYPES, MAX_CONTENT_BYTES, OBSERVATION_KINDS
 
@@ -30,7 +31,7 @@ def _report(written, json_: bool) -> None:
     if json_:
         echo_json(written.entity)
     else:
-        click.echo(written.entity["id"])
+        echo(written.entity["id"])
 
 
 @click.command("init")
@@ -60,19 +61,19 @@ def init_cmd(ctx: click.Context, path: str | None, claude_code: bool) -> None:
     if store is not None and path is not None:
         raise click.UsageError("give either --store or PATH, not both")
     root = Memory.init(path, store=store).store.root
-    click.echo(f"Kindling store ready at {root}")
+    echo(f"Kindling store ready at {root}")
     gitsetup.install_gitattributes(root)
     try:
         repo = gitsetup.find_repo(root)
     except KindlingError:  # no git on this machine: the store works without it
         repo = None
     if repo is not None and gitsetup.register_merge_driver(repo):
-        click.echo(f"Registered the Kindling merge driver in {repo}'s git config")
+        echo(f"Registered the Kindling merge driver in {repo}'s git config")
     if claude_code:
         from kindling.agents.claude_settings import install_claude_code_hooks
 
         settings = install_claude_code_hooks(repo or root.parent)
-        click.echo(f"Claude Code hooks written to {settings}")
+        echo(f"Claude Code hooks written to {settings}")
 
 
 def _read_content(content: str) -> str:
@@ -191,9 +192,7 @@ def capsule_close_cmd(ctx, capsule_id, summary, confidence, evidence, json_) -> 
 @click.argument("target_type", type=click.Choice(["observation", "summary"]))
 @click.argument("target_id")
 @click.option("--note", help="Why it matters (stored as reason).")
-@click.option(
-    "--ttl", type=DURATION_MS, metavar="MS", help="Expire after MS milliseconds."
-)
+@click.option("--ttl", type=DURATION_MS, metavar="MS", help="Expire after MS milliseconds.")
 @scope_options
 @json_option
 @click.pass_context
@@ -225,7 +224,7 @@ def unpin_cmd(ctx, pin_id, json_) -> None:
     if json_:
         echo_json(pin)
     else:
-        click.echo(pin["id"])
+        echo(pin["id"])
 
 
 @click.command("forget")

@@ -21,7 +21,6 @@ POSITIVE_COUNT = click.IntRange(1, MAX_COUNT)
 DURATION_MS = click.IntRange(1, MAX_TIMESTAMP_MS)
 
 
-
 class FiniteFloatRange(click.FloatRange):
     """A FloatRange that also refuses NaN (which compares false with every bound)."""
 
@@ -119,4 +118,7 @@ def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], object]] | 
 
 
 def notice(message: str) -> None:
-    click.echo(message, err=True)
+    """A line for people on stderr, control characters escaped."""
+    from kindling.cli.format import safe_text
+
+    click.echo(safe_text(message), err=True)

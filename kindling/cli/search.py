@@ -15,7 +15,7 @@ from kindling.cli.common import (
     scope_from,
     scope_options,
 )
-from kindling.cli.format import format_time, problems_notice
+from kindling.cli.format import echo, format_time, problems_notice
 
 RULE = "=" * 50
 
@@ -24,9 +24,7 @@ RULE = "=" * 50
 @click.argument("query", nargs=-1)
 @scope_options
 @kind_option
-@click.option(
-    "--since", type=TIMESTAMP, metavar="MS", help="Only from this time on (epoch ms)."
-)
+@click.option("--since", type=TIMESTAMP, metavar="MS", help="Only from this time on (epoch ms).")
 @click.option(
     "--max",
     "max_results",
@@ -69,7 +67,7 @@ def search_cmd(ctx, query, kinds, since, max_results, max_tokens, json_, **scope
     if json_:
         echo_json(result)
     else:
-        click.echo(render(result), nl=False)
+        echo(render(result), nl=False)
 
 
 def _content(text: str) -> str:
@@ -130,13 +128,13 @@ def reindex_cmd(ctx, full, json_) -> None:
         echo_json(report.as_dict())
     else:
         total = report.added + report.updated + report.unchanged
-        click.echo(
+        echo(
             f"Indexed {total} {'entity' if total == 1 else 'entities'}: {report.added} added, "
             f"{report.updated} updated, {report.removed} removed, {report.unchanged} unchanged."
         )
         if report.problems:
-            click.echo(f"Problem files ({len(report.problems)}), left untouched:")
+            echo(f"Problem files ({len(report.problems)}), left untouched:")
             for problem in report.problems:
-                click.echo(f"  {problem.path}: {problem.reason}")
+                echo(f"  {problem.path}: {problem.reason}")
     if report.problems:
         ctx.exit(1)

@@ -7,6 +7,7 @@ import datetime as dt
 import click
 
 from kindling.cli.common import FiniteFloatRange, json_option, open_memory
+from kindling.cli.format import echo
 from kindling.watch.watcher import DEFAULT_DEBOUNCE_MS, DEFAULT_RECONCILE_S
 
 
@@ -57,7 +58,7 @@ def _print_json(event: dict) -> None:
 def _print_text(event: dict) -> None:
     line = describe(event)
     if line is not None:
-        click.echo(line, err=event["event"] == "error")
+        echo(line, err=event["event"] == "error")
 
 
 def describe(event: dict) -> str | None:
