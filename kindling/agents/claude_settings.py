@@ -13,7 +13,7 @@ from typing import Any
 
 from kindling.agents.hooks import EVENTS, TOOL_EVENTS
 from kindling.errors import KindlingError
-from kindling.fileio import write_atomic
+from kindling.fileio import read_regular, write_atomic
 
 SETTINGS_PATH = Path(".claude") / "settings.json"
 
@@ -64,11 +64,12 @@ def install_claude_code_hooks(project_dir: str | os.PathLike, *, command: str = 
     """Write Kindling's hooks into PROJECT_DIR/.claude/settings.json (merged); returns its path."""
     path = Path(project_dir) / SETTINGS_PATH
     settings: Any = {}
-    if path.exists():
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise KindlingError(f"cannot read {path}: {exc}") from None
+    try:
+        raw = read_regular(path)
+        text = None if raw is None else raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KindlingError(f"cannot read {path}: {exc}") from None
+    if text is not None:
         if text.strip():
             try:
                 settings = json.loads(text)

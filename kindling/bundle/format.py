@@ -7,7 +7,6 @@ Writing a bundle lives in `kindling.bundle.export`, reading one into a store in
 
 from __future__ import annotations
 
-import gzip
 import sys
 import zlib
 from typing import NamedTuple
@@ -15,6 +14,7 @@ from typing import NamedTuple
 from kindling import canonical
 from kindling.clock import format_utc
 from kindling.errors import KindlingError, ValidationError
+from kindling.fileio import read_regular
 from kindling.model import (
     ENTITY_TYPES,
     SINGULAR,
@@ -27,6 +27,9 @@ from kindling.model import (
 BUNDLE_VERSION = "1.0"
 DATASET_VERSION = "1.0"
 DESCRIPTION = "Kindling memory export"
+# Largest bundle read, after decompression: a gzip bomb stops here rather than filling memory.
+MAX_BUNDLE_BYTES = 1 << 30
+_GZIP_CHUNK = 1 << 16
 # Errors listed in one message before the rest are summarised as "and N more".
 MAX_LISTED_ERRORS = 20
 
@@ -94,15 +97,47 @@ def decode_bundle(data: bytes) -> object:
     """Bytes (plain or gzip-compressed JSON) to a JSON value, or a ValidationError."""
     if data[:2] == b"\x1f\x8b":
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
+            data = gunzip(data, MAX_BUNDLE_BYTES)
+        except zlib.error as exc:
             raise ValidationError(f"invalid bundle: broken gzip data ({exc})") from None
+    elif len(data) > MAX_BUNDLE_BYTES:
+        raise ValidationError(_too_big())
     if not data.strip():
         raise ValidationError("invalid bundle: the input is empty")
     try:
         return canonical.loads(data)
     except canonical.DecodeError as exc:
         raise ValidationError(f"invalid bundle: {exc}") from None
+
+
+def _too_big() -> str:
+    return f"invalid bundle: over {MAX_BUNDLE_BYTES >> 20} MiB of JSON; nothing was imported"
+
+
+def gunzip(data: bytes, limit: int) -> bytearray:
+    """Decompress gzip data (every member) into one buffer, refusing more than `limit` bytes.
+
+    Streamed in chunks, so memory holds the output once, and never more than `limit`.
+    """
+    out = bytearray()
+    view = memoryview(data)
+    end = len(data.rstrip(b"\0"))  # gzip tolerates zero padding after the last member
+    start = 0
+    while start < end:
+        inflater = zlib.decompressobj(wbits=31)
+        pos = start
+        while not inflater.eof:
+            if pos >= end:
+                raise zlib.error("the data ends before the compressed stream does")
+            pending: bytes | memoryview = view[pos : pos + _GZIP_CHUNK]
+            pos += len(pending)
+            while pending and not inflater.eof:
+                out += inflater.decompress(pending, limit + 1 - len(out))
+                if len(out) > limit:
+                    raise ValidationError(_too_big())
+                pending = inflater.unconsumed_tail
+        start = pos - len(inflater.unused_data)
+    return out
 
 
 def parse_bundle(data: bytes) -> Dataset:
@@ -170,9 +205,14 @@ def check_bundle(value: object) -> Dataset:
 def read_source(source: str) -> bytes:
     """The bytes of a bundle file, or of stdin when `source` is `-`."""
     if source == "-":
-        return sys.stdin.buffer.read()
-    try:
-        with open(source, "rb") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise KindlingError(f"cannot read {source}: {exc.strerror}") from None
+        data = sys.stdin.buffer.read(MAX_BUNDLE_BYTES + 1)
+    else:
+        try:
+            data = read_regular(source, limit=MAX_BUNDLE_BYTES)
+        except OSError as exc:
+            raise KindlingError(f"cannot read {source}: {exc.strerror}") from None
+        if data is None:
+            raise KindlingError(f"cannot read {source}: no such file")
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise KindlingError(f"{source} is over {MAX_BUNDLE_BYTES >> 20} MiB; nothing was imported")
+    return data

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from kindling import canonical
 from kindling.bundle.format import Dataset, entity_label, parse_bundle
 from kindling.errors import CorruptFileError, KindlingError, ValidationError
+from kindling.fileio import read_regular
 from kindling.git.merge import merge_entity
 from kindling.masking import mask_json, mask_text
 from kindling.model import ENTITY_TYPES, REDACTED_CONTENT, SINGULAR, entity_errors
@@ -121,10 +122,7 @@ def decide(
 
 
 def _read_local(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
+    return read_regular(path, follow_symlinks=False)
 
 
 def plan_import(

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import orjson
 
+from kindling.fileio import open_regular
 from kindling.index import schema
 from kindling.model import ENTITY_TYPES
 
@@ -125,8 +126,10 @@ def watcher_alive(lock_path: Path | None) -> bool:
     if lock_path is None:
         return False
     try:
-        fd = os.open(lock_path, os.O_RDONLY)
+        fd = open_regular(lock_path, follow_symlinks=False)  # a FIFO here must not hang reads
     except OSError:
+        return False
+    if fd is None:
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)

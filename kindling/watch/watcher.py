@@ -15,6 +15,7 @@ import fcntl
 import os
 import signal
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kindling.errors import KindlingError
-from kindling.fileio import inode_of
+from kindling.fileio import inode_of, read_regular
 from kindling.store import Store
 from kindling.watch.source import ChangeSource, GitHead, relative, relevant, watchfiles_source
 
@@ -280,7 +281,11 @@ class Watcher:
 
     def _take_lock(self) -> None:
         path = self.index.watch_lock_path
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        # Never through a symlink, never waiting on a FIFO someone put in its place.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise KindlingError(f"{path} is not a regular file; remove it and start again")
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
             try:
@@ -300,7 +305,7 @@ class Watcher:
     def _refusal(self, path: Path) -> str:
         pid = None
         with contextlib.suppress(OSError, ValueError):
-            pid = int(path.read_text().strip())
+            pid = int((read_regular(path, follow_symlinks=False) or b"").strip())
         if pid is None:
             with contextlib.suppress(sqlite3.Error, KindlingError, AttributeError):
                 pid = self.index.watcher_state().get("pid")
