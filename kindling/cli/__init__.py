@@ -12,6 +12,7 @@ import sqlite3
 import sys
 
 import click
+import orjson
 
 from kindling import __version__
 from kindling.errors import KindlingError
@@ -69,6 +70,12 @@ class LazyGroup(click.Group):
             # The reader went away (`kindling list ... | head`): stop quietly, as cat does.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             ctx.exit(1)
+        except orjson.JSONDecodeError as exc:
+            # Only index rows reach here undecoded (input is checked where it enters).
+            raise click.ClickException(
+                f"the index holds a damaged row ({exc}); `kindling reindex --full` rebuilds "
+                "it from the files"
+            ) from None
         except sqlite3.Error as exc:
             raise click.ClickException(
                 f"the index failed ({exc}); `kindling reindex --full` rebuilds it from the files"

@@ -75,7 +75,7 @@ class Index(IndexReader):
         self._conn = conn
         return version
 
-    def _open(self) -> None:
+    def _open(self, *, build: bool = True) -> None:
         """Connect; a corrupt file is replaced, an unwritable place falls back to memory."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -94,7 +94,7 @@ class Index(IndexReader):
             version = self._connect(":memory:")
             self.path = Path(":memory:")
             self._ino = None
-        if version != schema.SCHEMA_VERSION:
+        if version != schema.SCHEMA_VERSION and build:
             self._build(only_if_stale=True)
 
     def _discard_file(self) -> None:
@@ -190,7 +190,17 @@ class Index(IndexReader):
         `progress(label, total)`, when given, returns the function that hears each step.
         """
         self._reopen_if_replaced()
-        return self._build(only_if_stale=False, progress=progress)
+        try:
+            return self._build(only_if_stale=False, progress=progress)
+        except sqlite3.DatabaseError as exc:
+            if _is_locked(exc) or str(self.path) == ":memory:":
+                raise
+            # A table or shadow table is gone or broken: the file cannot be rebuilt in place,
+            # so start from an empty one, as every "reindex --full" hint promises.
+            self.close()
+            self._discard_file()
+            self._open(build=False)
+            return self._build(only_if_stale=False, progress=progress)
 
     def refresh(self, paths: Iterable[str | os.PathLike]) -> SyncReport:
         """Re-check the fan-out folders holding `paths` (hints, e.g. from a watcher).
