@@ -201,8 +201,14 @@ class Memory:
 
     def forget(self, observation_id: str) -> Written:
         """Redact an observation: the record stays, its content and provenance go."""
-        with self.batch():
-            return self._capture.forget(observation_id)
+        with self.batch(), self.index.scrubbing():
+            written, stray = self._capture.forget(observation_id)
+            if stray is not None:
+                try:
+                    self.index.recheck(stray)
+                except (sqlite3.Error, KindlingError):
+                    pass  # the file is gone; the next sync drops its row
+        return written
 
     # ------------------------------------------------------------ reading
 

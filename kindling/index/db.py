@@ -254,6 +254,28 @@ class Index(IndexReader):
                 self.syncer(), had_schema=version == schema.SCHEMA_VERSION, progress=progress
             )
 
+    @contextlib.contextmanager
+    def scrubbing(self) -> Iterator[None]:
+        """Rows deleted inside leave no trace in the index files (used by forget).
+
+        Freed space is zeroed (PRAGMA secure_delete); full-text segments are rewritten, since
+        before SQLite 3.44 a deleted document's terms stay in the old segments until a merge;
+        and the WAL, which holds copies of old pages, is checkpointed and truncated.
+        """
+        conn = self.conn
+        conn.execute("PRAGMA secure_delete = ON")
+        try:
+            yield
+            with self.transaction():
+                if sqlite3.sqlite_version_info >= (3, 44, 0):
+                    conn.execute("INSERT INTO fts(fts, rank) VALUES ('secure-delete', 1)")
+                conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+            # Best effort: a reader in another process keeps the WAL until it finishes.
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("PRAGMA secure_delete = OFF")
+
     # ------------------------------------------------------------ lookups
 
     def verify(self) -> list[Problem]:
