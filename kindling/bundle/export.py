@@ -17,7 +17,7 @@ from typing import BinaryIO, NamedTuple
 from kindling import canonical
 from kindling.bundle.format import BUNDLE_VERSION, DATASET_VERSION, DESCRIPTION, iso_utc
 from kindling.clock import now_ms
-from kindling.errors import CorruptFileError, ValidationError
+from kindling.errors import CorruptFileError, KindlingError, ValidationError
 from kindling.fileio import atomic_output
 from kindling.model import (
     ENTITY_TYPES,
@@ -196,7 +196,10 @@ def export_bundle(
 
 def export_to_path(store: Store, path: str | os.PathLike, **options) -> ExportReport:
     """Export into a file atomically: a temp file beside it, fsync, then rename over it."""
-    with atomic_output(path) as fh:
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):  # a typo in -o must not create folders
+        raise KindlingError(f"cannot write {path}: folder {folder} does not exist")
+    with atomic_output(path, make_parents=False) as fh:
         return export_bundle(store, fh, **options)
 
 

@@ -10,6 +10,8 @@ observation. Secrets are masked on the way in, as on capture.
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -188,25 +190,48 @@ def apply_plan(
     # Too late to stop now: a conflict that appears while writing keeps the local file.
     late_policy = "keep" if on_conflict == "fail" else on_conflict
     final = []
-    for d in decisions:
-        if d.write is None:
+    try:
+        for d in decisions:
+            if d.write is None:
+                final.append(d)
+                continue
+            path = store.path_for(d.entity_type, d.entity_id)
+            if d.expect is None and not path.exists():
+                store.write(d.entity_type, d.write, durable=False)
+            else:
+                with store.locked(d.entity_type, d.entity_id):
+                    current = _read_local(path)
+                    if current != d.expect:
+                        d = decide(d.entity_type, d.theirs, path, current, late_policy, d.masked)
+                    if d.write is not None:
+                        store.write(d.entity_type, d.write, durable=False)
             final.append(d)
-            continue
-        path = store.path_for(d.entity_type, d.entity_id)
-        if d.expect is None and not path.exists():
-            store.write(d.entity_type, d.write, durable=False)
-        else:
-            with store.locked(d.entity_type, d.entity_id):
-                current = _read_local(path)
-                if current != d.expect:
-                    d = decide(d.entity_type, d.theirs, path, current, late_policy, d.masked)
-                if d.write is not None:
-                    store.write(d.entity_type, d.write, durable=False)
-        final.append(d)
-        if progress is not None:
-            progress(1)
-    store.sync_to_disk()
+            if progress is not None:
+                progress(1)
+    except (OSError, KindlingError) as exc:
+        # Every write is whole and the plan is idempotent, so what was written stays and a
+        # rerun finishes the rest; the report says exactly which entities those are.
+        reason = f"{exc.strerror or exc} ({exc.filename})" if isinstance(exc, OSError) else exc
+        failed = f"{SINGULAR[d.entity_type]} {d.entity_id}"
+        raise ImportInterrupted(
+            f"import stopped writing {failed}: {reason}",
+            [x for x in final if x.write is not None],
+        ) from None
+    finally:
+        store.sync_to_disk()
     return final
+
+
+class ImportInterrupted(KindlingError):
+    """A write failed part way through an import; `written` lists what was written before."""
+
+    def __init__(self, message: str, written: list[Decision]) -> None:
+        self.written = written
+        n = len(written)
+        super().__init__(
+            f"{message}; {n} entit{'y was' if n == 1 else 'ies were'} written before it "
+            "(listed above); running the same import again finishes it"
+        )
 
 
 # ---------------------------------------------------------------- the report
@@ -226,6 +251,19 @@ class ImportReport(NamedTuple):
     written: int
     dry_run: bool
     on_conflict: str
+    # Set when a write error stopped the import: then only what was written is counted.
+    stopped: str | None = None
+    written_ids: tuple[dict[str, str], ...] = ()
+
+    @classmethod
+    def interrupted(cls, exc: ImportInterrupted, *, on_conflict: str) -> ImportReport:
+        """What an import wrote before a write error stopped it."""
+        report = cls.from_decisions(exc.written, dry_run=False, on_conflict=on_conflict)
+        ids = tuple(
+            {"type": SINGULAR[d.entity_type], "id": d.entity_id, "outcome": d.outcome}
+            for d in exc.written
+        )
+        return report._replace(stopped=str(exc), written_ids=ids)
 
     @classmethod
     def from_decisions(
@@ -256,7 +294,7 @@ class ImportReport(NamedTuple):
 
     def as_json(self) -> dict[str, Any]:
         """The report as `kindling import --json` prints it."""
-        return {
+        out = {
             "dryRun": self.dry_run,
             "onConflict": self.on_conflict,
             "counts": self.counts,
@@ -265,10 +303,16 @@ class ImportReport(NamedTuple):
             "conflicts": self.conflicts,
             "skipped": self.skipped,
         }
+        if self.stopped is not None:
+            out["stopped"] = self.stopped
+            out["writtenIds"] = list(self.written_ids)
+        return out
 
     def lines(self) -> list[str]:
         """The report for people: a table of counts, then conflicts and skipped entities."""
         head = "Dry run: nothing was written." if self.dry_run else "Import finished."
+        if self.stopped is not None:
+            head = "Import stopped by a write error; only these were written:"
         out = [head, ""]
         width = max(len(t) for t in ENTITY_TYPES)
         out.append(" " * width + "".join(f"  {o:>9}" for o in OUTCOMES))
@@ -288,6 +332,9 @@ class ImportReport(NamedTuple):
             n = self.masked
             verb = "would be" if self.dry_run else ("was" if n == 1 else "were")
             out += ["", f"{n} secret{'s' if n != 1 else ''} {verb} masked on the way in."]
+        if self.written_ids:
+            out += ["", "Written:"]
+            out += [f"  {w['type']} {w['id']} ({w['outcome']})" for w in self.written_ids]
         return out
 
 
@@ -316,7 +363,12 @@ def import_bundle(
     if dry_run or not to_write:
         return ImportReport.from_decisions(decisions, dry_run=dry_run, on_conflict=on_conflict)
     stage = progress("Writing", to_write) if progress else None
-    decisions = apply_plan(memory.store, decisions, on_conflict=on_conflict, progress=stage)
+    try:
+        decisions = apply_plan(memory.store, decisions, on_conflict=on_conflict, progress=stage)
+    except ImportInterrupted:
+        with contextlib.suppress(sqlite3.Error, KindlingError):
+            memory.sync()  # what was written is searchable at once, as on success
+        raise
     report = ImportReport.from_decisions(decisions, dry_run=dry_run, on_conflict=on_conflict)
     del decisions  # the index sync reads the files back; the bundle need not stay in memory
     memory.sync()
