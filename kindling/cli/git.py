@@ -9,7 +9,7 @@ import click
 
 from kindling.cli.common import echo_json, open_memory
 from kindling.cli.format import echo
-from kindling.fileio import write_atomic
+from kindling.fileio import read_regular, write_atomic
 
 
 @click.command("merge-driver")
@@ -35,7 +35,7 @@ def merge_driver_cmd(base: str, ours: str, theirs: str, path: str | None, marker
     sides: list[bytes | None] = []
     for name in (base, ours, theirs):
         try:
-            sides.append(Path(name).read_bytes())
+            sides.append(read_regular(name))
         except OSError:
             sides.append(None)
     try:
