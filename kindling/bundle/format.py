@@ -28,7 +28,7 @@ BUNDLE_VERSION = "1.0"
 DATASET_VERSION = "1.0"
 DESCRIPTION = "Kindling memory export"
 # Largest bundle read, after decompression: a gzip bomb stops here rather than filling memory.
-MAX_BUNDLE_BYTES = 1 << 30
+MAX_BUNDLE_BYTES = 512 << 20
 _GZIP_CHUNK = 1 << 16
 # Errors listed in one message before the rest are summarised as "and N more".
 MAX_LISTED_ERRORS = 20
@@ -131,11 +131,15 @@ def gunzip(data: bytes, limit: int) -> bytearray:
                 raise zlib.error("the data ends before the compressed stream does")
             pending: bytes | memoryview = view[pos : pos + _GZIP_CHUNK]
             pos += len(pending)
-            while pending and not inflater.eof:
-                out += inflater.decompress(pending, limit + 1 - len(out))
+            while not inflater.eof:
+                # Small output steps: one chunk of compressed input can inflate a thousandfold.
+                piece = inflater.decompress(pending, _GZIP_CHUNK * 16)
+                out += piece
                 if len(out) > limit:
                     raise ValidationError(_too_big())
                 pending = inflater.unconsumed_tail
+                if not pending and len(piece) < _GZIP_CHUNK * 16:
+                    break  # this input is used up and nothing more is waiting to come out
         start = pos - len(inflater.unused_data)
     return out
 
