@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tracemalloc
 from pathlib import Path
@@ -270,8 +271,17 @@ def test_finding_04_fifo_at_claude_settings_never_hangs(tmp_path):
 
     (tmp_path / ".claude").mkdir()
     os.mkfifo(tmp_path / ".claude" / "settings.json")
-    with pytest.raises(KindlingError, match="not a regular file"):
-        install_claude_code_hooks(tmp_path)
+    def hang(signum, frame):
+        raise TimeoutError("reading .claude/settings.json blocked")
+
+    previous = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(HANG_TIMEOUT)
+    try:
+        with pytest.raises(KindlingError, match="not a regular file"):
+            install_claude_code_hooks(tmp_path)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 # ---------------------------------------------------------------- 5. index damage recovery
@@ -457,6 +467,7 @@ def test_finding_08_fsck_fix_never_reports_its_own_move_as_a_duplicate(store_dir
     assert right.parent.name != "00"
     wrong.parent.mkdir(parents=True)
     wrong.write_bytes(canonical.encode(entity))
+    right.parent.mkdir(parents=True)  # the right bucket exists (other ids live there)
     fixed = cli_in(store_dir, "fsck", "--fix", "--json")
     report = json.loads(fixed.output)
     assert [p["check"] for p in report["problems"]] == ["misplaced"]
