@@ -120,11 +120,17 @@ def build_store(path: Path, rows: list[tuple[str, dict]], fresh: bool) -> Store:
 
 def median_pair(measure, floor, runs: int) -> tuple[float, float]:
     """Medians of `runs` interleaved timings of measure() and floor(), in seconds."""
-    a, b = [], []
+    ours, low = medians(measure, floor, runs=runs)
+    return ours, low
+
+
+def medians(*fns, runs: int) -> list[float]:
+    """Medians of `runs` interleaved timings of each of `fns` (floors first), in seconds."""
+    times: list[list[float]] = [[] for _ in fns]
     for _ in range(runs):
-        b.append(_timed(floor))
-        a.append(_timed(measure))
-    return statistics.median(a), statistics.median(b)
+        for i in reversed(range(len(fns))):
+            times[i].append(_timed(fns[i]))
+    return [statistics.median(t) for t in times]
 
 
 def _timed(fn) -> float:
@@ -160,14 +166,18 @@ def process(args: list[str], env: dict) -> None:
 class Table:
     def __init__(self) -> None:
         self.rows: list[tuple] = []
+        self.bare: list[float | None] = []
 
-    def add(self, size, what, value, floor, unit, target=None, higher_is_better=False):
+    def add(self, size, what, value, floor, unit, target=None, higher_is_better=False, bare=None):
+        """One row; `bare` is a second, click-free process floor (`python -c "import orjson,
+        sqlite3"`) shown beside the first for whole-process rows."""
         ratio = value / floor if floor else float("nan")
         ok = ""
         if target is not None:
             ok = "yes" if (ratio >= target if higher_is_better else ratio <= target) else "NO"
         self.rows.append((size, what, value, floor, unit, ratio, target, higher_is_better, ok))
-        print(self._line(self.rows[-1]), flush=True)
+        self.bare.append(bare)
+        print(self._line(self.rows[-1], bare), flush=True)
 
     @staticmethod
     def _fmt(value, unit):
@@ -177,31 +187,42 @@ class Table:
             return "—"
         return f"{value:,.0f} {unit}"
 
-    def _line(self, row) -> str:
+    def _bare(self, value, bare) -> tuple[str, str]:
+        if bare is None:
+            return "", ""
+        return self._fmt(bare, "ms"), f"{value / bare:.2f}x"
+
+    def _line(self, row, bare=None) -> str:
         size, what, value, floor, unit, ratio, target, hib, ok = row
         goal = "" if target is None else (">= " if hib else "<= ") + f"{target}x"
+        no_click, no_click_ratio = self._bare(value, bare)
         return (
-            f"{size:>7} | {what:<44} | {self._fmt(value, unit):>14} | "
-            f"{self._fmt(floor, unit):>14} | {ratio:6.2f}x | {goal:>8} | {ok}"
+            f"{size:>7} | {what:<52} | {self._fmt(value, unit):>14} | "
+            f"{self._fmt(floor, unit):>14} | {ratio:6.2f}x | {goal:>8} | {ok:>3} | "
+            f"{no_click:>10} | {no_click_ratio:>6}"
         )
 
     def text(self) -> str:
         head = (
-            f"{'size':>7} | {'measure':<44} | {'value':>14} | {'floor':>14} | {'ratio':>7} | "
-            f"{'target':>8} | ok"
+            f"{'size':>7} | {'measure':<52} | {'value':>14} | {'floor':>14} | {'ratio':>7} | "
+            f"{'target':>8} | ok  | {'no click':>10} | ratio"
         )
-        return "\n".join([head, "-" * len(head), *(self._line(r) for r in self.rows)])
+        lines = (self._line(r, b) for r, b in zip(self.rows, self.bare, strict=True))
+        return "\n".join([head, "-" * len(head), *lines])
 
     def markdown(self) -> str:
         lines = [
-            "| size | measure | value | floor | ratio | target | met |",
-            "|---:|---|---:|---:|---:|---:|:---:|",
+            "| size | measure | value | floor | ratio | target | met "
+            "| floor without click | ratio |",
+            "|---:|---|---:|---:|---:|---:|:---:|---:|---:|",
         ]
-        for size, what, value, floor, unit, ratio, target, hib, ok in self.rows:
+        for row, bare in zip(self.rows, self.bare, strict=True):
+            size, what, value, floor, unit, ratio, target, hib, ok = row
             goal = "" if target is None else (">= " if hib else "<= ") + f"{target}x"
+            no_click, no_click_ratio = self._bare(value, bare)
             lines.append(
                 f"| {size:,} | {what} | {self._fmt(value, unit)} | {self._fmt(floor, unit)} "
-                f"| {ratio:.2f}x | {goal} | {ok} |"
+                f"| {ratio:.2f}x | {goal} | {ok} | {no_click} | {no_click_ratio} |"
             )
         return "\n".join(lines)
 
@@ -279,6 +300,7 @@ def measure_size(n: int, args, table: Table, env: dict) -> None:
     bad = build_store(out / f"worst-{n}", worst(n), args.fresh)
     runs = args.runs if n < 100_000 else max(3, args.runs // 2)
     floor_cmd = [sys.executable, "-c", "import click, orjson, sqlite3"]
+    bare_cmd = [sys.executable, "-c", "import orjson, sqlite3"]  # the same without click
     kindling = [sys.executable, "-m", "kindling"]
 
     for store in (real, bad):
@@ -313,15 +335,19 @@ def measure_size(n: int, args, table: Table, env: dict) -> None:
             "ms",
         )
 
-    # Whole processes against `python -c "import click, orjson, sqlite3"`.
+    # Whole processes against `python -c "import click, orjson, sqlite3"`, and beside it the
+    # same without click (click is Kindling's choice, not part of the work).
     settle(real)
     settle(bad)
     real_env = dict(env, KINDLING_STORE=str(real.root))
     bad_env = dict(env, KINDLING_STORE=str(bad.root))
-    ours, floor = median_pair(
+    floor_run = lambda: process(floor_cmd, env)  # noqa: E731
+    bare_run = lambda: process(bare_cmd, env)  # noqa: E731
+    ours, floor, bare = medians(
         lambda: process([*kindling, "search", REALISTIC_QUERY], real_env),
-        lambda: process(floor_cmd, env),
-        runs,
+        floor_run,
+        bare_run,
+        runs=runs,
     )
     table.add(
         n,
@@ -330,13 +356,15 @@ def measure_size(n: int, args, table: Table, env: dict) -> None:
         floor,
         "ms",
         2.0 if n == 10_000 else None,
+        bare=bare,
     )
-    ours, floor = median_pair(
+    ours, floor, bare = medians(
         lambda: process([*kindling, "search", WORST_QUERY, "--max", "20"], bad_env),
-        lambda: process(floor_cmd, env),
-        runs,
+        floor_run,
+        bare_run,
+        runs=runs,
     )
-    table.add(n, "kindling search, worst case --max 20 (process)", ours, floor, "ms")
+    table.add(n, "kindling search, worst case --max 20 (process)", ours, floor, "ms", bare=bare)
 
     logged: list[str] = []
 
@@ -350,8 +378,9 @@ def measure_size(n: int, args, table: Table, env: dict) -> None:
         )
         logged.append(proc.stdout.strip())
 
-    ours, floor = median_pair(log_once, lambda: process(floor_cmd, env), runs)
-    table.add(n, "kindling log (process)", ours, floor, "ms", 1.5)
+    # No --session, so no capsule to find: this path never syncs (a hook's log does).
+    ours, floor, bare = medians(log_once, floor_run, bare_run, runs=runs)
+    table.add(n, "kindling log, no --session: no sync (process)", ours, floor, "ms", 1.5, bare=bare)
     for eid in logged:
         real.remove("observations", eid)
     settle(real)

@@ -1,6 +1,9 @@
 """Kindling: local, git-committable memory for AI coding agents."""
 
 __version__ = "0.1.0"
+# The name on the package index (`kindling` there is an unrelated project); the import
+# package and the `kindling` command keep the short name.
+DISTRIBUTION = "kindling-memory"
 
 from kindling.errors import KindlingError  # noqa: E402
 

@@ -4,6 +4,10 @@ The page carries its CSS, script and data inline. The data sits in a
 `<script type="application/json">` block with every character that could end it escaped, the
 script puts store text on the page only through textContent, and a Content-Security-Policy
 allows nothing but the page's own style and script (by hash): no requests, no other script.
+
+Observations, by far the most numerous, travel as columns (one array per field) with kinds,
+scopes, tools and files stored once in tables and referred to by index, so a page of 100,000
+observations stays compact and the script can filter them without building objects.
 """
 
 from __future__ import annotations
@@ -21,8 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from kindling.clock import now_ms
-from kindling.model import ENTITY_TYPES
+from kindling.errors import KindlingError
+from kindling.fileio import atomic_output
+from kindling.model import ENTITY_TYPES, OBSERVATION_KINDS
 
+DATA_VERSION = 2
 _MARKER = re.compile(r"__(CSP|CSS|JS|DATA)__")
 # What must never appear raw inside a <script> block, and what it becomes in JSON.
 _SCRIPT_SAFE = {
@@ -32,6 +39,12 @@ _SCRIPT_SAFE = {
     "\u2028": "\\u2028",
     "\u2029": "\\u2029",
 }
+# A unified diff's file header: `--- a/x` directly followed by `+++ b/x`.
+_DIFF_HEADER = re.compile(r"^--- (.+)\n\+\+\+ (.+)$", re.M)
+_GIT_HEADER = re.compile(r"^diff --git a/(\S+) b/(\S+)$", re.M)
+# Provenance keys that name the tool or the files an observation came from.
+_TOOL_KEYS = ("tool", "toolName", "tool_name")
+_FILE_KEYS = ("file", "path", "filePath", "file_path", "notebook_path", "files", "paths")
 
 
 def _template(name: str) -> str:
@@ -49,23 +62,125 @@ def _csp_hash(source: str) -> str:
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
 
 
+def tool_of(observation: dict) -> str | None:
+    """The tool an observation came from, as its provenance names it."""
+    prov = observation.get("provenance") or {}
+    for key in _TOOL_KEYS:
+        value = prov.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _diff_path(raw: str) -> str | None:
+    path = raw.split("\t", 1)[0].strip()
+    if path == "/dev/null" or not path:
+        return None
+    return path[2:] if path[:2] in ("a/", "b/") else path
+
+
+def files_of(observation: dict) -> list[str]:
+    """Paths an observation is about: from its provenance and from diff headers in its text."""
+    found: list[str] = []
+    prov = observation.get("provenance") or {}
+    for key in _FILE_KEYS:
+        value = prov.get(key)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and item:
+                found.append(item)
+    content = observation.get("content") or ""
+    if "\n+++ " in content:
+        for match in _DIFF_HEADER.finditer(content):
+            found.extend(p for p in map(_diff_path, match.groups()) if p)
+    if "diff --git " in content:
+        for match in _GIT_HEADER.finditer(content):
+            found.extend(match.groups())
+    return list(dict.fromkeys(found))
+
+
+class _Table:
+    """Distinct values in first-seen order; each value's index stands for it on the page."""
+
+    def __init__(self, seed: tuple = ()) -> None:
+        self.values: list = []
+        self._index: dict = {}
+        for value in seed:
+            self.add(value)
+
+    def add(self, value: Any) -> int:
+        key = json.dumps(value, sort_keys=True) if isinstance(value, dict) else value
+        if key not in self._index:
+            self._index[key] = len(self.values)
+            self.values.append(value)
+        return self._index[key]
+
+
+def pack_observations(observations: list[dict]) -> dict[str, Any]:
+    """Observations (newest first) as columns plus the shared tables their indexes point into."""
+    ordered = sorted(observations, key=lambda o: (-o["ts"], o["id"]))
+    kinds, scopes, tools, files = _Table(OBSERVATION_KINDS), _Table(), _Table(), _Table()
+    cols: dict[str, list] = {
+        k: [] for k in ("id", "kind", "ts", "content", "scope", "tool", "files", "prov", "redacted")
+    }
+    for obs in ordered:
+        tool = tool_of(obs)
+        cols["id"].append(obs["id"])
+        cols["kind"].append(kinds.add(obs["kind"]))
+        cols["ts"].append(obs["ts"])
+        cols["content"].append(obs["content"])
+        cols["scope"].append(scopes.add(obs.get("scopeIds") or {}))
+        cols["tool"].append(-1 if tool is None else tools.add(tool))
+        cols["files"].append([files.add(f) for f in files_of(obs)])
+        cols["prov"].append(obs.get("provenance") or 0)
+        cols["redacted"].append(1 if obs.get("redacted") else 0)
+    return {
+        "columns": cols,
+        "kinds": kinds.values,
+        "scopes": scopes.values,
+        "tools": tools.values,
+        "files": files.values,
+    }
+
+
+def unpack_observations(packed: dict[str, Any]) -> list[dict]:
+    """The observations back from their columns (what the page shows as each one's JSON)."""
+    cols = packed["columns"]
+    return [
+        {
+            "id": cols["id"][i],
+            "kind": packed["kinds"][cols["kind"][i]],
+            "content": cols["content"][i],
+            "provenance": cols["prov"][i] or {},
+            "ts": cols["ts"][i],
+            "scopeIds": packed["scopes"][cols["scope"][i]],
+            "redacted": bool(cols["redacted"][i]),
+        }
+        for i in range(len(cols["id"]))
+    ]
+
+
 def collect(memory) -> dict[str, Any]:
     """Every entity of the store (expired pins and redacted observations included)."""
     status = memory.status()
     data: dict[str, Any] = {
+        "version": DATA_VERSION,
         "store": status["store"],
         "generatedAt": now_ms(),
         "problems": status["problems"],
     }
     for entity_type in ENTITY_TYPES:
-        data[entity_type] = memory.list(entity_type, limit=None, include_expired=True)
+        entities = memory.list(entity_type, limit=None, include_expired=True)
+        data[entity_type] = (
+            pack_observations(entities) if entity_type == "observations" else entities
+        )
     return data
 
 
 def render_page(data: dict[str, Any]) -> str:
     """The HTML page for collected store data."""
     css = _template("browse.css")
-    js = _template("browse.js")
+    # One script: the store-agnostic parts, then the page that uses them.
+    js = _template("browse_parts.js") + _template("browse.js")
     csp = (
         "default-src 'none'; "
         f"script-src {_csp_hash(js)}; style-src {_csp_hash(css)}; "
@@ -85,7 +200,11 @@ def write_page(memory, output: str | os.PathLike | None = None) -> Path:
             fh.write(page)
         return Path(name)
     path = Path(output)
-    path.write_bytes(page)
+    try:
+        with atomic_output(path, make_parents=False) as fh:
+            fh.write(page)
+    except OSError as exc:
+        raise KindlingError(f"cannot write {path}: {exc.strerror or exc}") from None
     return path
 
 

@@ -8,6 +8,7 @@ on every machine, so a diff of the store shows only real changes.
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Any
 
 import orjson
@@ -21,11 +22,26 @@ class DecodeError(ValueError):
 
 
 def encode(entity: Any) -> bytes:
-    """Canonical bytes of an already-validated entity (or any JSON value)."""
+    """Canonical bytes of an already-validated entity (or any JSON value); no NaN/Infinity."""
     try:
-        return orjson.dumps(entity, option=_OPTIONS)
+        data = orjson.dumps(entity, option=_OPTIONS)
     except (orjson.JSONEncodeError, TypeError) as exc:
         raise DecodeError(f"cannot be stored as JSON: {exc}") from None
+    # orjson writes NaN and Infinity as null; only output holding a null can hide one.
+    if b"null" in data and _has_non_finite(entity):
+        raise DecodeError("cannot be stored as JSON: NaN and Infinity are not JSON numbers")
+    return data
+
+
+def _has_non_finite(value: Any) -> bool:
+    """True when a float anywhere in `value` is NaN or an infinity."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_has_non_finite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_non_finite(v) for v in value)
+    return False
 
 
 def encode_compact(value: Any) -> bytes:

@@ -20,6 +20,7 @@ from typing import NamedTuple
 from kindling.clock import now_ms
 from kindling.errors import KindlingError, ValidationError
 from kindling.lookup import Lookup
+from kindling.masking import mask_json, mask_scope_ids, mask_text
 from kindling.model import (
     MAX_TIMESTAMP_MS,
     OBSERVATION_KINDS,
@@ -29,7 +30,6 @@ from kindling.model import (
     scope_errors,
     validate,
 )
-from kindling.secret_gate import json_might_hold_secret, might_hold_secret
 from kindling.store import Store
 
 
@@ -63,25 +63,6 @@ def check_kinds(kinds) -> None:
             )
 
 
-# The masking patterns compile on import: text that cannot hold a secret never loads them.
-def mask_text(text: str) -> tuple[str, int]:
-    """`text` with secrets masked, and how many were."""
-    if not might_hold_secret(text):
-        return text, 0
-    from kindling.masking import mask_text as mask
-
-    return mask(text)
-
-
-def mask_json(value: object) -> tuple[object, int]:
-    """A JSON value with secrets masked at any depth, and how many were."""
-    if not json_might_hold_secret(value):
-        return value, 0
-    from kindling.masking import mask_json as mask
-
-    return mask(value)
-
-
 def _non_empty(value: object, what: str) -> None:
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(f"{what} must be a non-empty string")
@@ -106,7 +87,7 @@ class Capture:
         ts: int | None = None,
     ) -> Written:
         """Record an observation, appending it to the open capsule it belongs to."""
-        scope = check_scope(scope)
+        scope, masked_scope = mask_scope_ids(check_scope(scope))
         check_kinds([kind])
         _non_empty(content, "content")
         if provenance is not None and not isinstance(provenance, dict):
@@ -123,7 +104,7 @@ class Capture:
             "redacted": False,
         }
         validate("observations", observation)
-        masked += masked_prov
+        masked += masked_prov + masked_scope
 
         if capsule_id is not None:
             target = self.lookup.resolve(capsule_id, "capsules").entity["id"]
@@ -148,9 +129,10 @@ class Capture:
         self, intent: str, *, type: str = "session", scope: dict | None = None
     ) -> Written:
         """Open a capsule; a session may have only one open session capsule."""
-        scope = check_scope(scope)
+        scope, masked_scope = mask_scope_ids(check_scope(scope))
         _non_empty(intent, "intent")
         text, masked = mask_text(intent)
+        masked += masked_scope
         capsule = {
             "id": new_id("capsules"),
             "type": type,
@@ -172,6 +154,19 @@ class Capture:
                     f"session {session!r} already has an open session capsule "
                     f"{existing['id']}; close it first"
                 )
+            return self.write("capsules", capsule, masked)
+
+    def set_intent(self, capsule_id: str, intent: str) -> Written:
+        """Give an open capsule a new intent (masked), e.g. once its first prompt is known."""
+        _non_empty(intent, "intent")
+        text, masked = mask_text(intent)
+        target = self.lookup.resolve(capsule_id, "capsules").entity["id"]
+        with self.store.locked("capsules", target):
+            capsule = self.lookup.load_for_update("capsules", target)
+            if capsule["status"] != "open":
+                raise KindlingError(f"capsule {target} is closed; its intent stays")
+            capsule["intent"] = text
+            validate("capsules", capsule)
             return self.write("capsules", capsule, masked)
 
     def close_capsule(
@@ -232,6 +227,10 @@ class Capture:
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
             raise ValidationError("ttl must be a positive number of milliseconds")
         reason, masked = mask_text(note) if note is not None else (None, 0)
+        pin_scope, masked_scope = mask_scope_ids(
+            check_scope(scope) if scope else dict(target["scopeIds"])
+        )
+        masked += masked_scope
         created = now_ms()
         if ttl is not None and created + ttl > MAX_TIMESTAMP_MS:
             raise ValidationError(
@@ -245,7 +244,7 @@ class Capture:
             "reason": reason,
             "createdAt": created,
             "expiresAt": created + ttl if ttl is not None else None,
-            "scopeIds": check_scope(scope) if scope else dict(target["scopeIds"]),
+            "scopeIds": pin_scope,
         }
         validate("pins", pin)
         return self.write("pins", pin, masked)

@@ -57,6 +57,8 @@ def atomic_output(
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
+        if os.environ.get("KINDLING_TEST_PAUSE_BEFORE_RENAME"):  # lets a test kill us here
+            _pause_before_rename(tmp, os.environ["KINDLING_TEST_PAUSE_BEFORE_RENAME"])
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -64,6 +66,15 @@ def atomic_output(
         raise
     if durable:
         fsync_dir(folder or ".")
+
+
+def _pause_before_rename(tmp: str, announce: str) -> None:
+    """Test-only: name the finished temp file in `announce`, then wait to be killed."""
+    import time
+
+    with open(announce, "w") as fh:
+        fh.write(tmp)
+    time.sleep(3600)
 
 
 def write_atomic(path: str | os.PathLike, data: bytes, *, durable: bool = True) -> None:
@@ -100,9 +111,12 @@ class NotRegularFileError(OSError):
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # POSIX only; Windows has no FIFOs in the tree
 # Opening a FIFO without O_NONBLOCK waits for a writer forever; with it, open returns at once
 # and fstat tells what the path really is before a single byte is read.
-_SAFE_READ = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC
+_SAFE_READ = os.O_RDONLY | _NONBLOCK | _CLOEXEC
+# Add to os.open flags for a file Kindling keeps (a lock file): no symlink, no FIFO wait.
+SAFE_OPEN_FLAGS = _NOFOLLOW | _NONBLOCK | _CLOEXEC
 
 
 def open_regular(path: str | os.PathLike, *, follow_symlinks: bool = True) -> int | None:
@@ -128,7 +142,8 @@ def open_regular(path: str | os.PathLike, *, follow_symlinks: bool = True) -> in
             raise NotRegularFileError(
                 errno.EINVAL, f"not a regular file ({_kind(mode)})", os.fspath(path)
             )
-        os.set_blocking(fd, True)
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
@@ -158,6 +173,11 @@ def read_regular(
         return b"".join(parts)
     finally:
         os.close(fd)
+
+
+def is_regular_fd(fd: int) -> bool:
+    """True when an open fd is a regular file (not a FIFO, device, socket or folder)."""
+    return stat_module.S_ISREG(os.fstat(fd).st_mode)
 
 
 def _kind(mode: int) -> str:

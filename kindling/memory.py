@@ -137,6 +137,11 @@ class Memory:
         with self.batch():
             return self._lookup.open_session_capsule(session_id)
 
+    def open_capsules(self, session_id: str | None = None) -> list[dict]:
+        """Every open capsule (of one session, when given), as the synced index has them."""
+        self.sync()
+        return self.index.open_capsules(session_id)
+
     # ------------------------------------------------------------ capture
 
     def log(
@@ -161,6 +166,11 @@ class Memory:
         """Open a capsule; a session may have only one open session capsule."""
         with self.batch():
             return self._capture.open_capsule(intent, type=type, scope=scope)
+
+    def set_intent(self, capsule_id: str, intent: str) -> Written:
+        """Give an open capsule a new intent (masked), e.g. once its first prompt is known."""
+        with self.batch():
+            return self._capture.set_intent(capsule_id, intent)
 
     def close_capsule(
         self,
@@ -220,6 +230,7 @@ class Memory:
         kinds: list[str] | None = None,
         limit: int | None = 20,
         include_expired: bool = False,
+        since: int | None = None,
     ) -> list[dict]:
         """Stored entities of one type, newest first; expired pins hidden unless asked for."""
         if entity_type not in ENTITY_TYPES:
@@ -232,14 +243,26 @@ class Memory:
             raise ValidationError(f"limit must be an integer from 1 to {MAX_COUNT}")
         self.sync()
         if entity_type != "pins" or include_expired:
-            return self.index.entities(entity_type, scope=scope, kinds=kinds, limit=limit)
+            return self.index.entities(
+                entity_type, scope=scope, kinds=kinds, since=since, limit=limit
+            )
         now = now_ms()
         active = [
             p
-            for p in self.index.entities("pins", scope=scope)
+            for p in self.index.entities("pins", scope=scope, since=since)
             if p["expiresAt"] is None or p["expiresAt"] > now
         ]
         return active[:limit] if limit is not None else active
+
+    def scope_in_use(self, scope: dict) -> bool:
+        """True when some observation, capsule or summary carries every id of `scope`."""
+        scope = check_scope(scope)
+        self.sync()
+        # Pins are left out: one without a field matches every filter on it.
+        return any(
+            self.index.entities(etype, scope=scope, limit=1)
+            for etype in ("observations", "capsules", "summaries")
+        )
 
     def status(self) -> dict[str, Any]:
         """Store path, counts by type, redacted count, open capsules and problem files."""
@@ -255,7 +278,14 @@ class Memory:
                 for c in self.index.open_capsules()
             ],
             "problems": [{"path": p.path, "reason": p.reason} for p in report.problems],
+            "capture": self.capture_activity(),
         }
+
+    def capture_activity(self) -> dict[str, Any]:
+        """What agent hooks last recorded per event, their recent errors and unknown events."""
+        from kindling.agents.activity import read_activity
+
+        return read_activity(self.store)
 
     def export(
         self,
@@ -264,11 +294,16 @@ class Memory:
         scope: dict | None = None,
         include_redacted: bool = False,
         progress: ProgressFactory | None = None,
+        format: str = "kindling",
     ) -> ExportReport:
-        """Write a bundle to a binary stream, or atomically to a file path; an ExportReport."""
+        """Write a bundle to a binary stream, or atomically to a file path; an ExportReport.
+
+        `format="original"` writes what the original Kindling (TypeScript, Rust) imports.
+        """
         from kindling.bundle.export import export_bundle, export_to_path
 
         options = {"scope": scope, "include_redacted": include_redacted, "progress": progress}
+        options["format"] = format
         if isinstance(out, (str, os.PathLike)):
             return export_to_path(self.store, out, **options)
         return export_bundle(self.store, out, **options)

@@ -295,14 +295,16 @@ _CHECKS = {
 
 def entity_errors(entity_type: str, data: object) -> list[str]:
     """Every problem with `data` as an entity of `entity_type`; empty when it is valid."""
+    noun = SINGULAR[entity_type]
+    a_noun = f"an {noun}" if noun[0] in "aeiou" else f"a {noun}"
     if not isinstance(data, dict):
-        return [f"a {SINGULAR[entity_type]} must be a JSON object"]
+        return [f"{a_noun} must be a JSON object"]
     allowed, optional = _FIELDS[entity_type]
     errors = []
     for key in sorted(allowed - optional - data.keys()):
         errors.append(f"{key} is missing")
     for key in sorted(data.keys() - allowed, key=str):
-        errors.append(f"{key} is not a field of a {SINGULAR[entity_type]}")
+        errors.append(f"{key} is not a field of {a_noun}")
     if "id" in data:
         _check_id_field(errors, data, "id")
     if "scopeIds" in data:

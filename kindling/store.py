@@ -13,7 +13,6 @@ This module never touches SQLite.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import stat as stat_module
@@ -21,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from kindling import canonical
+from kindling import canonical, platform
 from kindling.errors import CorruptFileError, KindlingError
 from kindling.fileio import atomic_output, fsync_dir, is_entity_name, read_regular
 from kindling.model import ENTITY_TYPES, check_id, validate
@@ -281,7 +280,7 @@ class Store:
 
     def sync_to_disk(self) -> None:
         """Make every earlier non-durable write durable at once (bulk imports)."""
-        os.sync()
+        platform.sync_all()
 
     @contextlib.contextmanager
     def locked(self, entity_type: str, entity_id: str) -> Iterator[None]:
@@ -289,9 +288,5 @@ class Store:
         check_id(entity_id)
         lock_dir = self.root / LOCKS_DIRNAME / fanout(entity_id)
         lock_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_dir / f"{entity_type}.{entity_id}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        with platform.locked_file(lock_dir / f"{entity_type}.{entity_id}.lock"):
             yield
-        finally:
-            os.close(fd)

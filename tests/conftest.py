@@ -57,9 +57,14 @@ def run(store_dir):
 
 
 def run_kindling(
-    *args: str, env: dict | None = None, input: bytes | None = None, cwd=None, timeout: float = 60
+    *args: str,
+    env: dict | None = None,
+    input: bytes | str | None = None,
+    cwd=None,
+    timeout: float = 60,
+    text: bool = False,
 ) -> subprocess.CompletedProcess:
-    """Run `python -m kindling ARGS` as a real process."""
+    """Run `python -m kindling ARGS` as a real process (output as str with text=True)."""
     return subprocess.run(
         [sys.executable, "-m", "kindling", *args],
         input=input,
@@ -67,4 +72,5 @@ def run_kindling(
         env={**os.environ, **(env or {})},
         cwd=cwd,
         timeout=timeout,
+        text=text,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -50,9 +52,26 @@ def test_decode_errors(data, reason):
         canonical.decode(data)
 
 
-def test_nan_cannot_be_encoded_silently():
-    # orjson would write NaN as null; validation rejects it before any write (see test_model).
-    assert canonical.encode({"a": 1}) == b'{\n  "a": 1\n}\n'
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": math.nan},
+        {"a": math.inf},
+        {"a": -math.inf},
+        {"a": None, "deep": [1, {"b": [math.nan]}]},
+        {"text": "null", "b": (1.0, -math.inf)},
+    ],
+)
+def test_nan_and_infinity_cannot_be_encoded_silently(value):
+    # orjson alone would write each of these as null.
+    with pytest.raises(canonical.DecodeError, match="NaN and Infinity"):
+        canonical.encode(value)
+
+
+def test_null_and_finite_floats_still_encode():
+    assert canonical.encode({"a": None, "b": 1.5, "c": "null"}) == (
+        b'{\n  "a": null,\n  "b": 1.5,\n  "c": "null"\n}\n'
+    )
 
 
 json_values = st.recursive(

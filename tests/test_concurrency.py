@@ -11,12 +11,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import REPO_ROOT
 
 from kindling.fsck import fsck
 from kindling.memory import Memory
 from kindling.store import Store
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 WORKERS = 8
 WRITES = 200
 

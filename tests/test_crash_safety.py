@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import REPO_ROOT
 
 from kindling import canonical
 from kindling.cli import cli
@@ -21,8 +22,8 @@ from kindling.fsck import STALE_TEMP_SECONDS, fsck, is_temp_name
 from kindling.memory import Memory
 from kindling.store import Store
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 ROUNDS = 8
+PAUSE = "KINDLING_TEST_PAUSE_BEFORE_RENAME"
 
 # Logs large observations into an open capsule, forever: there is always a write in flight.
 WRITER = textwrap.dedent(
@@ -51,6 +52,36 @@ def entity_files(root: Path) -> list[Path]:
     ]
 
 
+def wait_for(predicate, what: str, timeout: float = 30.0):
+    """Poll until `predicate()` is truthy; returns its value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def observation_count(root: Path) -> int:
+    return sum(1 for p in (root / "objects" / "observations").rglob("*.json") if p.name[0] != ".")
+
+
+def writer(root: Path, capsule: str, name: str, env: dict) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(root), capsule, name],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+
+
+def kill(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGKILL)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL, err.decode()[-2000:]
+
+
 @pytest.mark.slow
 def test_sigkill_never_leaves_a_partial_file(tmp_path):
     root = tmp_path / ".kindling"
@@ -61,30 +92,27 @@ def test_sigkill_never_leaves_a_partial_file(tmp_path):
         **os.environ,
         "PYTHONPATH": str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
     }
+    # Kills at moments the writers choose: each one once it has made progress.
     rng = random.Random(1234)
     for round_ in range(ROUNDS):
-        procs = [
-            subprocess.Popen(
-                [sys.executable, "-c", WRITER, str(root), capsule, f"{round_}.{n}"],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                env=env,
-            )
-            for n in range(2)
-        ]
-        time.sleep(rng.uniform(0.3, 0.8))
-        for proc in procs:
-            time.sleep(rng.uniform(0, 0.05))
-            proc.send_signal(signal.SIGKILL)
-        for proc in procs:
-            _, err = proc.communicate(timeout=30)
-            assert proc.returncode == -signal.SIGKILL, err.decode()[-2000:]
+        before = observation_count(root)
+        procs = [writer(root, capsule, f"{round_}.{n}", env) for n in range(2)]
+        wait_for(lambda b=before: observation_count(root) > b, "a writer to finish one write")
+        for proc in rng.sample(procs, len(procs)):
+            kill(proc)
 
-    # A write caught between creating its temp file and renaming it, made by hand so the
-    # test does not depend on the kill landing there.
-    bucket = Store(root).path_for("observations", "obs-torn").parent
-    bucket.mkdir(parents=True, exist_ok=True)
-    (bucket / ".obs-torn.json.999999.0badf00d.tmp").write_bytes(b'{"id": "obs-torn", "ki')
+    # Kills exactly between the temp file's last byte and the rename (a test-only pause).
+    torn = []
+    for n in range(2):
+        announce = tmp_path / f"paused-{n}"
+        proc = writer(root, capsule, f"paused.{n}", {**env, PAUSE: str(announce)})
+        temp = Path(wait_for(lambda a=announce: a.is_file() and a.read_text(), "the pause"))
+        kill(proc)
+        assert is_temp_name(temp.name) and temp.parent.parent.parent == root / "objects"
+        entity = canonical.decode(temp.read_bytes())  # the temp file is whole...
+        target = Store(root).path_for(temp.parent.parent.name, entity["id"])
+        assert not target.exists()  # ...and never became the entity file
+        torn.append(temp)
 
     files = entity_files(root)
     assert len(files) > 1
@@ -97,14 +125,15 @@ def test_sigkill_never_leaves_a_partial_file(tmp_path):
     assert report.problems == [], report.problems[:5]  # young temp files are not problems
 
     temps = temp_files(root)
-    assert temps
+    assert set(torn) <= set(temps)
     # Everything else ignores the temp files.
     with Memory(root) as mem:
         status = mem.status()
         assert status["problems"] == []
         assert status["counts"]["observations"] == len(entity_files(root)) - 1
         ids = {o["id"] for o in mem.list("observations", limit=None)}
-        assert "obs-torn" not in ids
+        for temp in torn:
+            assert canonical.decode(temp.read_bytes())["id"] not in ids
 
     # fsck --fix leaves young temp files alone, and removes them once they are an hour old.
     runner = CliRunner()

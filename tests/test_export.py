@@ -8,6 +8,7 @@ import os
 import orjson
 import pytest
 from click.testing import CliRunner
+from entities import capsule, observation, pin, summary
 
 from kindling.bundle.export import describe, export_bundle, export_to_path
 from kindling.bundle.format import iso_utc
@@ -19,71 +20,66 @@ from kindling.store import Store
 NOW = 1750416700000
 
 
-def obs(oid: str, ts: int, *, redacted: bool = False, **scope: str) -> dict:
-    return {
-        "id": oid,
-        "kind": "error",
-        "content": REDACTED_CONTENT if redacted else f"observation {oid} — naïve ünïcode",
-        "provenance": {} if redacted else {"file": f"{oid}.ts", "line": ts % 97},
-        "ts": ts,
-        "scopeIds": scope,
-        "redacted": redacted,
-    }
+def noted(oid: str, ts: int, **scope: str) -> dict:
+    """An error whose content and provenance follow from its id and time (non-ASCII on purpose)."""
+    content = f"observation {oid} — naïve ünïcode"
+    provenance = {"file": f"{oid}.ts", "line": ts % 97}
+    return observation(oid, content, kind="error", ts=ts, provenance=provenance, **scope)
 
 
-def capsule(cid: str, opened: int, members: list[str], **scope: str) -> dict:
-    return {
-        "id": cid,
-        "type": "session",
-        "intent": f"work in {cid}",
-        "status": "closed",
-        "openedAt": opened,
-        "closedAt": opened + 100,
-        "scopeIds": scope,
-        "observationIds": members,
-        "summaryId": f"sum_{cid}",
-    }
+def closed(cid: str, opened: int, members: list[str], **scope: str) -> dict:
+    """A closed capsule with its summary `sum_<cid>`."""
+    return capsule(
+        cid,
+        intent=f"work in {cid}",
+        openedAt=opened,
+        closedAt=opened + 100,
+        observationIds=members,
+        summaryId=f"sum_{cid}",
+        **scope,
+    )
 
 
-def summary(sid: str, ts: int, cap: str, refs: list[str], **scope: str) -> dict:
-    return {
-        "id": sid,
-        "content": f"summary of {cap}",
-        "confidence": 0.85,
-        "evidenceRefs": refs,
-        "capsuleId": cap,
-        "ts": ts,
-        "scopeIds": scope,
-    }
-
-
-def pin(pid: str, created: int, target: str, target_type: str = "observation", **scope) -> dict:
-    return {
-        "id": pid,
-        "targetType": target_type,
-        "targetId": target,
-        "reason": "keep handy",
-        "createdAt": created,
-        "expiresAt": None,
-        "scopeIds": scope,
-    }
+SUMMARY = {"confidence": 0.85, "ts": 105}
+PIN = {"reason": "keep handy"}
 
 
 def populate(store: Store) -> None:
     """A small store with ties in time, two repos, a forgotten observation and a pin to it."""
+    gone = {"kind": "error", "ts": 15, "redacted": True, "repoId": "web", "sessionId": "s1"}
     for entity_type, entity in [
-        ("observations", obs("o-b", 20, repoId="web", sessionId="s1")),
-        ("observations", obs("o-a", 20, repoId="web", sessionId="s1")),
-        ("observations", obs("o-c", 10, repoId="api", sessionId="s2")),
-        ("observations", obs("o-gone", 15, redacted=True, repoId="web", sessionId="s1")),
-        ("capsules", capsule("cap_2", 5, ["o-c"], repoId="api")),
-        ("capsules", capsule("cap_1", 5, ["o-a", "o-b", "o-gone"], repoId="web")),
-        ("summaries", summary("sum_cap_1", 105, "cap_1", ["o-a", "o-gone"], repoId="web")),
-        ("summaries", summary("sum_cap_2", 105, "cap_2", ["o-c"], repoId="api")),
-        ("pins", pin("pin_x", 30, "o-a", sessionId="s1")),
-        ("pins", pin("pin_gone", 31, "o-gone", sessionId="s1")),
-        ("pins", pin("pin_any", 29, "sum_cap_2", "summary")),
-        ("pins", pin("pin_api", 32, "o-c", repoId="api")),
+        ("observations", noted("o-b", 20, repoId="web", sessionId="s1")),
+        ("observations", noted("o-a", 20, repoId="web", sessionId="s1")),
+        ("observations", noted("o-c", 10, repoId="api", sessionId="s2")),
+        ("observations", observation("o-gone", REDACTED_CONTENT, **gone)),
+        ("capsules", closed("cap_2", 5, ["o-c"], repoId="api")),
+        ("capsules", closed("cap_1", 5, ["o-a", "o-b", "o-gone"], repoId="web")),
+        (
+            "summaries",
+            summary(
+                "sum_cap_1",
+                "summary of cap_1",
+                **SUMMARY,
+                repoId="web",
+                capsuleId="cap_1",
+                evidenceRefs=["o-a", "o-gone"],
+            ),
+        ),
+        (
+            "summaries",
+            summary(
+                "sum_cap_2",
+                "summary of cap_2",
+                **SUMMARY,
+                repoId="api",
+                capsuleId="cap_2",
+                evidenceRefs=["o-c"],
+            ),
+        ),
+        ("pins", pin("pin_x", "o-a", createdAt=30, **PIN, sessionId="s1")),
+        ("pins", pin("pin_gone", "o-gone", createdAt=31, **PIN, sessionId="s1")),
+        ("pins", pin("pin_any", "sum_cap_2", createdAt=29, **PIN, targetType="summary")),
+        ("pins", pin("pin_api", "o-c", createdAt=32, **PIN, repoId="api")),
     ]:
         store.write(entity_type, entity)
 

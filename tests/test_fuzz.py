@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kindling import canonical
-from kindling.cli import COMMANDS, cli
+from kindling.cli import cli
 from kindling.model import ENTITY_TYPES
 from kindling.store import Store, fanout
 
@@ -201,7 +201,7 @@ def tree_digest(top: Path, skip: Path) -> dict[str, str]:
 
 
 def commands(ident: str, text: str) -> list[list[str]]:
-    wanted = [
+    return [
         ["fsck"],
         ["fsck", "--json"],
         ["status"],
@@ -224,7 +224,6 @@ def commands(ident: str, text: str) -> list[list[str]]:
         ["fsck", "--fix"],
         ["status"],
     ]
-    return [args for args in wanted if args[0] in COMMANDS]
 
 
 def check_result(args: list[str], result) -> None:
@@ -235,7 +234,10 @@ def check_result(args: list[str], result) -> None:
         tb = "".join(traceback.format_exception(result.exception))
         pytest.fail(f"{shown} raised:\n{tb[-3000:]}")
     assert result.exit_code in (0, 1, 2), f"{shown} exited {result.exit_code}: {result.output}"
-    assert "Traceback" not in result.output, f"{shown}: {result.output[-2000:]}"
+    if result.exit_code == 1 and not result.stdout:
+        # a refusal opens with a line for a person (the merge driver names a conflict)
+        first = result.stderr.partition("\n")[0]
+        assert first.startswith(("Error: ", "kindling: ")), f"{shown}: {result.stderr[-2000:]}"
     if result.exit_code == 2:
         assert "Error" in result.output or "Usage" in result.output, shown
     if result.exit_code == 1:
@@ -303,14 +305,13 @@ def test_garbage_bundles(bundle, ident):
             ["show", ident],
             ["list", "observations"],
         ):
-            if args[0] not in COMMANDS:
-                continue
             result = runner.invoke(cli, ["--store", str(work / ".kindling"), *args])
             check_result(args, result)
         assert tree_digest(work, work / ".kindling") == before
         # Whatever an import accepted is a valid, canonical store.
         report = CliRunner().invoke(cli, ["--store", str(work / ".kindling"), "fsck", "--json"])
-        problems = orjson.loads(report.output)["problems"] if report.output.startswith("{") else []
+        assert report.output.startswith("{"), report.output[-2000:]
+        problems = orjson.loads(report.output)["problems"]
         assert [p for p in problems if p["check"] not in ("dangling", "index")] == []
 
 
@@ -363,11 +364,8 @@ def test_ten_megabyte_observation_is_stored_and_searchable(store_dir):
 
 def test_content_over_the_limit_is_refused_clearly(store_dir):
     """Past the documented limit, a clear refusal and nothing written."""
-    from kindling import model
+    from kindling.model import MAX_CONTENT_BYTES as limit
 
-    limit = getattr(model, "MAX_CONTENT_BYTES", None)
-    if limit is None:
-        pytest.skip("model.MAX_CONTENT_BYTES is not defined yet")
     runner = CliRunner()
     result = runner.invoke(cli, ["--store", str(store_dir), "log", "-"], input="z" * (limit + 1))
     assert result.exit_code == 1

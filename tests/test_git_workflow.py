@@ -8,17 +8,19 @@ import shlex
 import shutil
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import REPO_ROOT, run_kindling
+from entities import observation
 
 from kindling import canonical
 from kindling.cli import cli
 from kindling.git.setup import ATTRIBUTES_LINE, install_gitattributes, register_merge_driver
 from kindling.store import Store
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 DRIVER = f"{shlex.quote(sys.executable)} -m kindling merge-driver %O %A %B"
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
@@ -34,16 +36,7 @@ CAP = {
 }
 
 
-def obs(oid: str, content: str, ts: int = 1750416064123) -> dict:
-    return {
-        "id": oid,
-        "kind": "message",
-        "content": content,
-        "provenance": {},
-        "ts": ts,
-        "scopeIds": {"repoId": "app"},
-        "redacted": False,
-    }
+obs = partial(observation, ts=1750416064123, repoId="app")
 
 
 @pytest.fixture
@@ -68,12 +61,6 @@ def git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
     if check and proc.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed:\n{proc.stdout}\n{proc.stderr}")
     return proc
-
-
-def kindling(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "kindling", *args], cwd=cwd, capture_output=True, text=True
-    )
 
 
 @pytest.fixture
@@ -142,7 +129,7 @@ def diverge(top: Path, *, close_on_a: bool = True, intent_b: str | None = None) 
 
 
 def test_git_setup_writes_attributes_and_registers_driver(repo):
-    first = kindling("--store", str(repo / ".kindling"), "git-setup")
+    first = run_kindling("--store", str(repo / ".kindling"), "git-setup", text=True)
     assert first.returncode == 0, first.stderr
     assert "wrote" in first.stdout and "registered" in first.stdout
     attrs = (repo / ".kindling" / ".gitattributes").read_text()
@@ -156,7 +143,7 @@ def test_git_setup_writes_attributes_and_registers_driver(repo):
     outside = git(repo, "check-attr", "merge", "--", "README")
     assert "merge: unspecified" in outside.stdout
 
-    again = kindling("--store", str(repo / ".kindling"), "git-setup")
+    again = run_kindling("--store", str(repo / ".kindling"), "git-setup", text=True)
     assert again.returncode == 0
     assert "already" in again.stdout and "wrote" not in again.stdout
     assert (repo / ".kindling" / ".gitattributes").read_text() == attrs
@@ -181,7 +168,7 @@ def test_register_merge_driver_is_idempotent(repo):
 
 def test_git_setup_outside_a_repo_is_a_clear_error(tmp_path, git_env):
     Store.create(tmp_path / "plain" / ".kindling")
-    result = kindling("--store", str(tmp_path / "plain" / ".kindling"), "git-setup")
+    result = run_kindling("--store", str(tmp_path / "plain" / ".kindling"), "git-setup", text=True)
     assert result.returncode == 1
     assert "Error:" in result.stderr and "not inside a git repository" in result.stderr
     assert "Traceback" not in result.stderr
@@ -278,10 +265,15 @@ def test_driver_never_tracebacks_on_garbage(tmp_path, ours, theirs):
 
 
 def test_driver_missing_files_is_a_conflict_not_a_traceback(tmp_path):
-    missing = str(tmp_path / "nope")
-    result = CliRunner().invoke(cli, ["merge-driver", missing, missing, missing])
+    missing = tmp_path / "nope"
+    result = CliRunner().invoke(cli, ["merge-driver", str(missing), str(missing), str(missing)])
     assert result.exit_code == 1
     assert result.exception is None or isinstance(result.exception, SystemExit)
+    # OURS is where git reads the result from: it now holds empty sides between markers.
+    assert missing.read_bytes() == b"<<<<<<< ours\n=======\n>>>>>>> theirs\n"
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"kindling: conflict in {missing}: ")
+    assert result.stderr.count("\n") == 1
 
 
 # ---------------------------------------------------------------- with real git
@@ -318,7 +310,7 @@ def test_driver_conflict_through_git_leaves_markers_and_resolve_lists_fields(rep
     path = store.path_for("capsules", "cap_shared")
     with pytest.raises(canonical.DecodeError, match="conflict markers"):
         canonical.decode(path.read_bytes())
-    result = kindling("--store", str(repo / ".kindling"), "resolve")
+    result = run_kindling("--store", str(repo / ".kindling"), "resolve", text=True)
     assert result.returncode == 1
     assert "needs a human" in result.stdout and "intent" in result.stdout
 
@@ -330,7 +322,7 @@ def test_resolve_finishes_a_merge_made_without_the_driver(repo):
     conflicted = git(repo, "diff", "--name-only", "--diff-filter=U").stdout.split()
     assert conflicted == [".kindling/objects/capsules/" + fanout_rel("cap_shared")]
 
-    result = kindling("--store", str(repo / ".kindling"), "resolve", "cap_shared")
+    result = run_kindling("--store", str(repo / ".kindling"), "resolve", "cap_shared", text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "resolved .kindling/objects/capsules/" in result.stdout
     cap = read_entity(repo, "capsules", "cap_shared")
@@ -339,7 +331,7 @@ def test_resolve_finishes_a_merge_made_without_the_driver(repo):
     assert git(repo, "diff", "--name-only", "--diff-filter=U").stdout == ""
     git(repo, "commit", "-q", "--no-edit")
 
-    again = kindling("--store", str(repo / ".kindling"), "resolve")
+    again = run_kindling("--store", str(repo / ".kindling"), "resolve", text=True)
     assert again.returncode == 0 and "no conflicted entity files" in again.stdout
 
 
@@ -350,16 +342,16 @@ def test_resolve_reports_fields_for_a_human(repo):
     store.write("capsules", {**read_entity(repo, "capsules", "cap_shared"), "intent": "mine"})
     git(repo, "commit", "-q", "-am", "a2")
     assert git(repo, "merge", "--no-edit", "b", check=False).returncode != 0
-    result = kindling("--store", str(repo / ".kindling"), "resolve")
+    result = run_kindling("--store", str(repo / ".kindling"), "resolve", text=True)
     assert result.returncode == 1
     assert "needs a human" in result.stdout and ": intent" in result.stdout
-    unknown = kindling("--store", str(repo / ".kindling"), "resolve", "pin_nothing")
+    unknown = run_kindling("--store", str(repo / ".kindling"), "resolve", "pin_nothing", text=True)
     assert unknown.returncode == 1 and "no conflicted entity file" in unknown.stdout
 
 
 def test_resolve_outside_git_is_a_clear_error(tmp_path, git_env):
     Store.create(tmp_path / ".kindling")
-    result = kindling("--store", str(tmp_path / ".kindling"), "resolve")
+    result = run_kindling("--store", str(tmp_path / ".kindling"), "resolve", text=True)
     assert result.returncode == 1 and "not inside a git repository" in result.stderr
 
 
@@ -376,7 +368,7 @@ def test_two_branches_of_memory_merge_and_search_sees_both(repo):
     from kindling.memory import Memory
 
     store_path = repo / ".kindling"
-    setup = kindling("--store", str(store_path), "git-setup", "--driver", DRIVER)
+    setup = run_kindling("--store", str(store_path), "git-setup", "--driver", DRIVER, text=True)
     assert setup.returncode == 0, setup.stderr
     with Memory(store_path) as mem:
         shared = mem.open_capsule("shared investigation", scope={"sessionId": "s-base"})
@@ -415,10 +407,10 @@ def test_two_branches_of_memory_merge_and_search_sees_both(repo):
     assert cap["status"] == "closed" and "summaryId" in cap
     assert len(cap["observationIds"]) == 6 and cap["observationIds"][0] == base_obs
 
-    fsck = kindling("--store", str(store_path), "fsck")
+    fsck = run_kindling("--store", str(store_path), "fsck", text=True)
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
     for word in ("albatross", "buffalo", "alpaca", "quokkas"):
-        found = kindling("--store", str(store_path), "search", word)
+        found = run_kindling("--store", str(store_path), "search", word, text=True)
         assert found.returncode == 0, found.stderr
         assert word in found.stdout, (word, found.stdout)
 
@@ -444,8 +436,8 @@ def test_resolve_leaves_delete_modify_to_a_human(repo):
     store.remove("pins", "pin_gone")
     git(repo, "commit", "-q", "-am", "unpin")
     assert git(repo, "merge", "--no-edit", "b", check=False).returncode != 0
-    result = kindling("--store", str(repo / ".kindling"), "resolve")
+    result = run_kindling("--store", str(repo / ".kindling"), "resolve", text=True)
     assert result.returncode == 1
     assert "needs a human" in result.stdout and "deleted on ours" in result.stdout
-    empty = kindling("--store", str(repo / ".kindling"), "resolve", "")
+    empty = run_kindling("--store", str(repo / ".kindling"), "resolve", "", text=True)
     assert empty.returncode == 1 and "empty id" in empty.stderr

@@ -56,7 +56,7 @@ def test_top_level_help_lists_every_command():
 def test_version():
     result = run_kindling("--version")
     assert result.returncode == 0
-    assert result.stdout.decode().strip() == f"kindling, version {__version__}"
+    assert result.stdout.decode().strip() == f"kindling-memory {__version__}"
 
 
 def test_shell_completion_script_and_completions():

@@ -11,53 +11,12 @@ import sys
 import textwrap
 
 import pytest
+from entities import NOW, capsule, observation, pin
 
 from kindling.index import Index, Problem
 from kindling.index import schema as index_schema
+from kindling.index import sync as sync_module
 from kindling.store import Store, fanout
-
-NOW = 1_750_000_000_000
-
-
-def obs(n: int, content: str = "hello", *, ts: int = NOW, redacted: bool = False, **scope):
-    return {
-        "id": f"obs-{n:04d}",
-        "kind": "message",
-        "content": "[redacted]" if redacted else content,
-        "provenance": {},
-        "ts": ts,
-        "scopeIds": scope,
-        "redacted": redacted,
-    }
-
-
-def capsule(n: int, *, status="open", opened=NOW, summary=None, **scope):
-    out = {
-        "id": f"cap_{n:04d}",
-        "type": "session",
-        "intent": "work",
-        "status": status,
-        "openedAt": opened,
-        "scopeIds": scope,
-        "observationIds": [],
-    }
-    if status == "closed":
-        out["closedAt"] = opened + 1
-    if summary:
-        out["summaryId"] = summary
-    return out
-
-
-def pin(n: int, target: str, *, created=NOW, **scope):
-    return {
-        "id": f"pin_{n:04d}",
-        "targetType": "observation",
-        "targetId": target,
-        "reason": None,
-        "createdAt": created,
-        "expiresAt": None,
-        "scopeIds": scope,
-    }
 
 
 @pytest.fixture
@@ -87,7 +46,7 @@ def fresh_dump(store: Store, tmp_path) -> dict:
 
 def test_open_builds_from_existing_files(store):
     for n in range(3):
-        store.write("observations", obs(n))
+        store.write("observations", observation(n))
     store.write("capsules", capsule(1, sessionId="s1"))
     ix = Index(store)
     assert ix.counts() == {
@@ -103,12 +62,12 @@ def test_open_builds_from_existing_files(store):
 
 
 def test_sync_counts_each_kind_of_change(store, index):
-    paths = [store.write("observations", obs(n))[0] for n in range(4)]
+    paths = [store.write("observations", observation(n))[0] for n in range(4)]
     report = index.sync()
     assert (report.added, report.updated, report.removed, report.unchanged) == (4, 0, 0, 0)
-    store.write("observations", obs(1, "changed"))
+    store.write("observations", observation(1, "changed"))
     paths[2].unlink()
-    store.write("observations", obs(9))
+    store.write("observations", observation(9))
     os.utime(paths[3])  # stat changes, bytes do not
     report = index.sync()
     assert (report.added, report.updated, report.removed, report.unchanged) == (1, 1, 1, 2)
@@ -117,16 +76,33 @@ def test_sync_counts_each_kind_of_change(store, index):
     assert index.get("obs-0002") is None
 
 
+def walks(index: Index, monkeypatch) -> list[int]:
+    """A spy on the whole-store walk: one entry per listing of every fan-out folder."""
+    seen: list[int] = []
+    real = sync_module.buckets
+
+    def spy(objects):
+        found = real(objects)
+        seen.append(len(found))
+        return found
+
+    monkeypatch.setattr(sync_module, "buckets", spy)
+    return seen
+
+
 def test_noop_sync_writes_nothing(store, index, monkeypatch):
-    store.write("observations", obs(1))
+    store.write("observations", observation(1))
     monkeypatch.setattr(index_schema, "RACY_NS", -(10**18))  # nothing counts as too recent
     index.sync()
-    monkeypatch.setattr(index, "transaction", None)  # any write would fail loudly
+    before = index.conn.total_changes
+    walked = walks(index, monkeypatch)
     assert index.sync().unchanged == 1
+    assert walked == [1]  # it did look at the store...
+    assert index.conn.total_changes == before  # ...and changed no row
 
 
 def test_racy_files_are_reread_until_old_enough(store, index, monkeypatch):
-    path, _ = store.write("observations", obs(1, "first"))
+    path, _ = store.write("observations", observation(1, "first"))
     index.sync()
     key = index.conn.execute("SELECT statkey FROM files").fetchone()[0]
     assert key == ""  # written this very moment: its stat data cannot be trusted yet
@@ -158,7 +134,7 @@ def test_racy_files_are_reread_until_old_enough(store, index, monkeypatch):
 
 
 def test_stat_data_recorded_per_file(store, index):
-    path, data = store.write("observations", obs(1))
+    path, data = store.write("observations", observation(1))
     index.sync()
     row = index.conn.execute(
         "SELECT path, type, size, mtime_ns, ctime_ns, ino, hash FROM files"
@@ -177,7 +153,7 @@ def test_stat_data_recorded_per_file(store, index):
 
 def test_vanished_folders_and_types_are_removed(store, index):
     for n in range(5):
-        store.write("observations", obs(n))
+        store.write("observations", observation(n))
     store.write("capsules", capsule(1))
     index.sync()
     shutil.rmtree(store.objects / "observations")
@@ -188,7 +164,7 @@ def test_vanished_folders_and_types_are_removed(store, index):
 
 
 def test_temp_hidden_and_stray_files_are_ignored(store, index):
-    store.write("observations", obs(1))
+    store.write("observations", observation(1))
     bucket = store.path_for("observations", "obs-0001").parent
     (bucket / ".obs-0002.json.123.abcd.tmp").write_text("{")
     (bucket / ".hidden.json").write_text("{")
@@ -218,7 +194,7 @@ BROKEN = {
 @pytest.mark.parametrize("name", sorted(BROKEN))
 def test_problem_files_are_reported_and_left_byte_identical(store, index, name, tmp_path):
     data, reason = BROKEN[name]
-    store.write("observations", obs(1, "token expired"))
+    store.write("observations", observation(1, "token expired"))
     bad = store.path_for("observations", "obs-0007")
     bad.parent.mkdir(parents=True, exist_ok=True)
     bad.write_bytes(data)
@@ -236,7 +212,7 @@ def test_problem_files_are_reported_and_left_byte_identical(store, index, name, 
 
 
 def test_a_fixed_problem_file_is_indexed_and_a_broken_entity_removed(store, index):
-    path, good = store.write("observations", obs(1, "fine"))
+    path, good = store.write("observations", observation(1, "fine"))
     index.sync()
     path.write_bytes(BROKEN["conflict"][0])
     report = index.sync()
@@ -248,11 +224,38 @@ def test_a_fixed_problem_file_is_indexed_and_a_broken_entity_removed(store, inde
     assert index.get("obs-0001").entity["content"] == "fine"
 
 
+def test_a_folder_limited_sync_counts_only_its_own_folders(store, index):
+    # Problem files elsewhere in the store are neither walked nor unchanged here.
+    path, _ = store.write("observations", observation(1, "fine"))
+    other = store.objects / "observations" / ("00" if path.parent.name != "00" else "01")
+    other.mkdir(exist_ok=True)
+    for n in range(3):
+        (other / f"bad-{n}.json").write_bytes(BROKEN["truncated"][0])
+    report = index.sync()
+    assert len(report.problems) == 3
+    assert (report.added, report.unchanged) == (1, 0)
+    # nothing changed in the folder: the quiet path
+    report = index.refresh([path])
+    assert (report.added, report.updated, report.removed, report.unchanged) == (0, 0, 0, 1)
+    assert len(report.problems) == 3
+    # a file changed in the folder: the path that applies rows
+    store.write("observations", observation(1, "changed"))
+    report = index.refresh([path])
+    assert (report.added, report.updated, report.removed, report.unchanged) == (0, 1, 0, 0)
+    # a problem file inside the refreshed folder is walked but is not unchanged
+    (path.parent / "bad-here.json").write_bytes(BROKEN["truncated"][0])
+    report = index.refresh([path])
+    assert (report.added, report.updated, report.removed, report.unchanged) == (0, 0, 0, 1)
+    assert len(report.problems) == 4
+    report = index.refresh([path])
+    assert (report.added, report.updated, report.removed, report.unchanged) == (0, 0, 0, 1)
+
+
 # ---------------------------------------------------------------- duplicate ids
 
 
 def test_duplicate_ids_never_crash_and_one_file_wins(store, index, tmp_path):
-    home, data = store.write("observations", obs(1, "at home"))
+    home, data = store.write("observations", observation(1, "at home"))
     stray_dir = store.objects / "observations" / "zz"
     stray_dir.mkdir()
     stray = stray_dir / "copy.json"
@@ -274,7 +277,7 @@ def test_duplicate_ids_never_crash_and_one_file_wins(store, index, tmp_path):
 
 
 def test_corrupt_index_file_is_rebuilt_silently(store):
-    store.write("observations", obs(1))
+    store.write("observations", observation(1))
     store.index_path.write_bytes(b"this is not a database" * 100)
     ix = Index(store)
     assert ix.get("obs-0001") is not None
@@ -282,7 +285,7 @@ def test_corrupt_index_file_is_rebuilt_silently(store):
 
 
 def test_schema_version_mismatch_rebuilds(store):
-    store.write("observations", obs(1))
+    store.write("observations", observation(1))
     conn = sqlite3.connect(store.index_path)
     conn.execute("CREATE TABLE files (whatever)")
     conn.execute("PRAGMA user_version = 1")
@@ -295,19 +298,19 @@ def test_schema_version_mismatch_rebuilds(store):
 
 
 def test_index_deleted_while_open_is_recreated(store, index):
-    store.write("observations", obs(1))
+    store.write("observations", observation(1))
     index.sync()
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(f"{store.index_path}{suffix}"):
             os.unlink(f"{store.index_path}{suffix}")
-    store.write("observations", obs(2))
+    store.write("observations", observation(2))
     index.sync()
     assert index.counts()["observations"] == 2
     assert store.index_path.is_file()
 
 
 def test_read_only_store_keeps_its_index_in_the_cache(store, monkeypatch, isolated_env):
-    store.write("observations", obs(1))
+    store.write("observations", observation(1))
     monkeypatch.setattr(Store, "writable", property(lambda self: False))
     ix = Index(store)
     assert ix.path.is_relative_to(isolated_env / ".cache" / "kindling")
@@ -317,7 +320,7 @@ def test_read_only_store_keeps_its_index_in_the_cache(store, monkeypatch, isolat
 
 
 def test_nowhere_to_keep_an_index_falls_back_to_memory(store, tmp_path):
-    store.write("observations", obs(1))
+    store.write("observations", observation(1))
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     ix = Index(store, path=blocker / "index.sqlite")
@@ -330,26 +333,27 @@ def test_nowhere_to_keep_an_index_falls_back_to_memory(store, tmp_path):
 
 
 def test_record_and_drop_keep_the_index_current_without_a_walk(store, index, monkeypatch):
-    monkeypatch.setattr("kindling.index.sync.buckets", None)  # record/drop must not walk
-    path, data = store.write("observations", obs(1, "fresh"))
-    index.record("observations", path, data, obs(1, "fresh"))
+    walked = walks(index, monkeypatch)
+    path, data = store.write("observations", observation(1, "fresh"))
+    index.record("observations", path, data, observation(1, "fresh"))
     assert index.get("obs-0001").entity["content"] == "fresh"
     path.unlink()
     index.recheck(path)
     assert index.get("obs-0001") is None
+    assert walked == []
 
 
 def test_record_believes_the_disk_over_its_caller(store, index):
-    path, data = store.write("observations", obs(1, "what was written"))
+    path, data = store.write("observations", observation(1, "what was written"))
     path.write_bytes(data.replace(b"what was written", b"what another process wrote"))
-    index.record("observations", path, data, obs(1, "what was written"))
+    index.record("observations", path, data, observation(1, "what was written"))
     assert index.get("obs-0001").entity["content"] == "what another process wrote"
 
 
 def test_refresh_rechecks_the_folders_of_hinted_paths(store, index):
     index.sync()
-    a, _ = store.write("observations", obs(1))
-    b, _ = store.write("observations", obs(2))
+    a, _ = store.write("observations", observation(1))
+    b, _ = store.write("observations", observation(2))
     report = index.refresh([a, store.root / "index.sqlite-wal", "/elsewhere/x.json"])
     assert report.added == 1 and index.get("obs-0001") and not index.get("obs-0002")
     b.unlink()
@@ -363,12 +367,12 @@ def test_refresh_rechecks_the_folders_of_hinted_paths(store, index):
 
 
 def test_lookups(store, index):
-    store.write("observations", obs(1, ts=NOW - 5, sessionId="s1", repoId="r"))
-    store.write("observations", obs(2, ts=NOW, sessionId="s1"))
-    store.write("observations", {**obs(3, ts=NOW, sessionId="s2"), "kind": "error"})
-    store.write("observations", obs(4, ts=NOW - 9, redacted=True))
-    store.write("capsules", capsule(1, sessionId="s1", opened=NOW - 2))
-    store.write("capsules", capsule(2, sessionId="s1", opened=NOW))
+    store.write("observations", observation(1, ts=NOW - 5, sessionId="s1", repoId="r"))
+    store.write("observations", observation(2, ts=NOW, sessionId="s1"))
+    store.write("observations", {**observation(3, ts=NOW, sessionId="s2"), "kind": "error"})
+    store.write("observations", observation(4, "[redacted]", ts=NOW - 9, redacted=True))
+    store.write("capsules", capsule(1, sessionId="s1", openedAt=NOW - 2))
+    store.write("capsules", capsule(2, sessionId="s1", openedAt=NOW))
     store.write("capsules", capsule(3, status="closed", sessionId="s1"))
     store.write("pins", pin(1, "obs-0001", sessionId="s1"))
     store.write("pins", pin(2, "obs-0002", sessionId="s9"))
@@ -397,10 +401,10 @@ def test_lookups(store, index):
 
 
 def test_verify_finds_disagreements(store, index):
-    path, _ = store.write("observations", obs(1))
+    path, _ = store.write("observations", observation(1))
     index.sync()
     assert index.verify() == []
-    store.write("observations", obs(2))
+    store.write("observations", observation(2))
     path.unlink()
     found = sorted(index.verify())
     assert found == sorted(
@@ -416,15 +420,15 @@ def test_verify_finds_disagreements(store, index):
 
 def test_readers_trust_a_live_caught_up_watcher(store, index, monkeypatch):
     monkeypatch.setattr(index_schema, "RACY_NS", -(10**18))
-    a, _ = store.write("observations", obs(1, "one"))
+    a, _ = store.write("observations", observation(1, "one"))
     lock = open(index.watch_lock_path, "w")  # noqa: SIM115
     fcntl.flock(lock, fcntl.LOCK_EX)
     try:
         index.set_watcher_state({"pid": os.getpid(), "pending": True})
         index.sync(trust_watcher=False)  # the watcher's reconcile records folder mtimes
         index.set_watcher_state({"pid": os.getpid(), "pending": False})
-        monkeypatch.setattr("kindling.index.sync.buckets", None)  # a trusting reader never walks
-        b, _ = store.write("observations", obs(2, "two"))  # a new file moves its folder
+        walked = walks(index, monkeypatch)  # a trusting reader never walks
+        b, _ = store.write("observations", observation(2, "two"))  # a new file moves its folder
         assert index.sync().added == 1
         # An in-place edit does not move the folder: that one is the watcher's to report.
         a.write_bytes(a.read_bytes().replace(b'"one"', b'"ONE"'))
@@ -433,15 +437,16 @@ def test_readers_trust_a_live_caught_up_watcher(store, index, monkeypatch):
         assert index.get("obs-0001").entity["content"] == "ONE"
         b.unlink()
         assert index.sync().removed == 1
+        assert walked == []
         index.set_watcher_state(
             {"pid": os.getpid(), "pending": False, "heartbeatMs": 1, "staleAfterMs": 1000}
         )
-        with pytest.raises(TypeError):  # a stale heartbeat: back to the full walk
-            index.sync()
+        index.sync()
+        assert len(walked) == 1  # a stale heartbeat: back to the full walk
     finally:
         lock.close()
-    with pytest.raises(TypeError):  # lock released: the watcher is gone, walk again
-        index.sync()
+    index.sync()
+    assert len(walked) == 2  # lock released: the watcher is gone, walk again
 
 
 # ---------------------------------------------------------------- many processes
@@ -470,7 +475,7 @@ WORKER = textwrap.dedent(
 
 
 def test_parallel_processes_sync_and_write_without_locking_errors(store, tmp_path):
-    store.write("observations", obs(1))
+    store.write("observations", observation(1))
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", WORKER, str(store.root), str(me)],
@@ -493,7 +498,7 @@ def test_parallel_processes_sync_and_write_without_locking_errors(store, tmp_pat
 
 def test_orphan_rows_are_swept(store, index):
     for n in range(3):
-        store.write("observations", obs(n, "token"))
+        store.write("observations", observation(n, "token"))
     index.sync()
     # Damage the index behind its back: a file row and an FTS row lose their partners.
     with index.transaction() as conn:
@@ -501,7 +506,7 @@ def test_orphan_rows_are_swept(store, index):
         conn.execute("DELETE FROM files WHERE id = ?", (fid,))
         conn.execute("INSERT INTO fts(rowid, body) VALUES (999, 'stray token')")
     assert index.verify() != []
-    store.write("observations", obs(7, "something new"))  # any change makes the sync write
+    store.write("observations", observation(7, "something new"))  # any change makes the sync write
     index.sync()
     index.sync()  # the file whose row was lost is found again as new
     assert index.verify() == []
@@ -509,7 +514,7 @@ def test_orphan_rows_are_swept(store, index):
 
 
 def test_hints_that_are_not_folders_change_nothing(store, index):
-    store.write("observations", obs(1))
+    store.write("observations", observation(1))
     index.sync()
     stray = store.objects / "observations" / "loose.json"
     stray.write_text("{}")
@@ -529,12 +534,12 @@ def test_a_failed_transaction_leaves_the_connection_usable(store, index):
         with index.transaction() as conn:
             conn.execute("DELETE FROM files")
             raise RuntimeError("boom")
-    store.write("observations", obs(1))
+    store.write("observations", observation(1))
     assert index.sync().added == 1
 
 
 def test_a_rebuild_keeps_the_watchers_published_state(store, index):
-    store.write("observations", obs(1, "one"))
+    store.write("observations", observation(1, "one"))
     state = {"pid": os.getpid(), "pending": False}
     index.set_watcher_state(state)
     index.rebuild()

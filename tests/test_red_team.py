@@ -271,6 +271,7 @@ def test_finding_04_fifo_at_claude_settings_never_hangs(tmp_path):
 
     (tmp_path / ".claude").mkdir()
     os.mkfifo(tmp_path / ".claude" / "settings.json")
+
     def hang(signum, frame):
         raise TimeoutError("reading .claude/settings.json blocked")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from entities import NOW, capsule, observation, pin, summary
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,7 +16,6 @@ from kindling.memory import Memory
 from kindling.search.retrieve import score
 from kindling.store import Store
 
-NOW = 1_750_000_000_000
 DAY = 86_400_000
 FILLER = " ".join(f"filler{n}" for n in range(30))
 
@@ -32,66 +32,6 @@ def mem(store):
         yield memory
 
 
-def obs(store, eid, content, *, ts=NOW, kind="message", redacted=False, **scope):
-    entity = {
-        "id": eid,
-        "kind": kind,
-        "content": "[redacted]" if redacted else content,
-        "provenance": {},
-        "ts": ts,
-        "scopeIds": scope,
-        "redacted": redacted,
-    }
-    store.write("observations", entity)
-    return entity
-
-
-def summary(store, sid, content, capsule_id, *, ts=NOW, **scope):
-    entity = {
-        "id": sid,
-        "content": content,
-        "confidence": 0.8,
-        "evidenceRefs": [],
-        "capsuleId": capsule_id,
-        "ts": ts,
-        "scopeIds": scope,
-    }
-    store.write("summaries", entity)
-    return entity
-
-
-def capsule(store, cid, *, opened, closed=None, summary_id=None, **scope):
-    entity = {
-        "id": cid,
-        "type": "session",
-        "intent": "work",
-        "status": "open" if closed is None else "closed",
-        "openedAt": opened,
-        "scopeIds": scope,
-        "observationIds": [],
-    }
-    if closed is not None:
-        entity["closedAt"] = closed
-    if summary_id is not None:
-        entity["summaryId"] = summary_id
-    store.write("capsules", entity)
-    return entity
-
-
-def pin(store, pid, target, *, created=NOW, expires=None, target_type="observation", **scope):
-    entity = {
-        "id": pid,
-        "targetType": target_type,
-        "targetId": target,
-        "reason": f"note for {target}",
-        "createdAt": created,
-        "expiresAt": expires,
-        "scopeIds": scope,
-    }
-    store.write("pins", entity)
-    return entity
-
-
 def ranked(result):
     return [(c["entity"]["id"], c["score"]) for c in result["candidates"]]
 
@@ -100,25 +40,53 @@ def ranked(result):
 
 
 def test_exact_scores_best_match_and_recency(store, mem):
-    obs(store, "a", "token expired", ts=NOW - 15 * DAY)  # best bm25 (short): norm 1
-    obs(store, "b", f"token {FILLER}", ts=NOW)  # worst bm25: norm 0, but brand new
-    obs(store, "c", "nothing relevant here")
+    store.write(
+        "observations", observation("a", "token expired", ts=NOW - 15 * DAY)
+    )  # best bm25 (short): norm 1
+    store.write(
+        "observations", observation("b", f"token {FILLER}", ts=NOW)
+    )  # worst bm25: norm 0, but brand new
+    store.write("observations", observation("c", "nothing relevant here"))
     result = mem.search("token")
     assert ranked(result) == [("a", 0.85), ("b", 0.3)]
     assert result["provenance"]["totalCandidates"] == 2
 
 
+def test_scores_that_disagree_with_sqlite_rerank_every_match(store, mem, monkeypatch):
+    # SQLite orders by its own copy of the formula; if Python's ever differed, every match is
+    # scored again here, so the best by Python's score wins even outside SQLite's top rows.
+    from kindling.search import retrieve as retrieve_module
+
+    store.write("observations", observation("a", "token expired", ts=NOW - 15 * DAY))
+    store.write("observations", observation("b", f"token {FILLER}", ts=NOW))
+    store.write("observations", observation("c", f"token {FILLER} {FILLER}", ts=NOW - 40 * DAY))
+    assert ranked(mem.search("token", max_results=1)) == [("a", 0.85)]
+    real = retrieve_module.score
+
+    def oldest_first(bm25, best, worst, ts, now):
+        return round(1 - real(0, 0, 0, ts, now), 4)
+
+    monkeypatch.setattr(retrieve_module, "score", oldest_first)
+    result = mem.search("token", max_results=2)
+    assert [c["entity"]["id"] for c in result["candidates"]] == ["c", "a"]
+    assert [c["score"] for c in result["candidates"]] == [
+        oldest_first(0, 0, 0, NOW - 40 * DAY, NOW),
+        oldest_first(0, 0, 0, NOW - 15 * DAY, NOW),
+    ]
+    assert result["provenance"]["totalCandidates"] == 3
+
+
 def test_equal_matches_score_half_plus_recency(store, mem):
-    obs(store, "new", "retry parser", ts=NOW)
-    obs(store, "days", "retry parser", ts=NOW - 3 * DAY)
-    obs(store, "old", "retry parser", ts=NOW - 45 * DAY)
+    store.write("observations", observation("new", "retry parser", ts=NOW))
+    store.write("observations", observation("days", "retry parser", ts=NOW - 3 * DAY))
+    store.write("observations", observation("old", "retry parser", ts=NOW - 45 * DAY))
     assert ranked(mem.search("parser")) == [("new", 0.65), ("days", 0.62), ("old", 0.35)]
 
 
 def test_ties_break_by_time_then_id(store, mem):
     for eid in ("z", "m", "a"):
-        obs(store, eid, "flag cache", ts=NOW - 40 * DAY)
-    obs(store, "newer", "flag cache", ts=NOW - 35 * DAY)
+        store.write("observations", observation(eid, "flag cache", ts=NOW - 40 * DAY))
+    store.write("observations", observation("newer", "flag cache", ts=NOW - 35 * DAY))
     assert ranked(mem.search("cache")) == [
         ("newer", 0.35),
         ("a", 0.35),
@@ -128,8 +96,8 @@ def test_ties_break_by_time_then_id(store, mem):
 
 
 def test_future_timestamps_are_clamped_to_one(store, mem):
-    obs(store, "future", "token", ts=NOW + 30 * DAY)
-    obs(store, "other", f"token {FILLER}", ts=NOW - 60 * DAY)
+    store.write("observations", observation("future", "token", ts=NOW + 30 * DAY))
+    store.write("observations", observation("other", f"token {FILLER}", ts=NOW - 60 * DAY))
     assert ranked(mem.search("token")) == [("future", 1.0), ("other", 0.0)]
 
 
@@ -141,11 +109,13 @@ def test_score_formula():
 
 
 def test_more_and_rarer_shared_words_rank_first(store, mem):
-    obs(store, "both", "jwt token expired in middleware", ts=NOW - DAY)
-    obs(store, "rare", "jwt middleware rewrite", ts=NOW - DAY)
-    obs(store, "common", "token token refresh", ts=NOW - DAY)
+    store.write(
+        "observations", observation("both", "jwt token expired in middleware", ts=NOW - DAY)
+    )
+    store.write("observations", observation("rare", "jwt middleware rewrite", ts=NOW - DAY))
+    store.write("observations", observation("common", "token token refresh", ts=NOW - DAY))
     for n in range(6):
-        obs(store, f"noise{n}", f"token noise {n}", ts=NOW - DAY)
+        store.write("observations", observation(f"noise{n}", f"token noise {n}", ts=NOW - DAY))
     ids = [
         c["entity"]["id"] for c in mem.search("how did we fix the expired jwt token?")["candidates"]
     ]
@@ -155,7 +125,10 @@ def test_more_and_rarer_shared_words_rank_first(store, mem):
 
 def test_max_is_a_prefix_of_a_larger_max(store, mem):
     for n in range(30):
-        obs(store, f"o{n:02d}", "cache " * (1 + n % 4) + "miss", ts=NOW - (n % 7) * DAY)
+        store.write(
+            "observations",
+            observation(f"o{n:02d}", "cache " * (1 + n % 4) + "miss", ts=NOW - n % 7 * DAY),
+        )
     big = mem.search("cache miss", max_results=50)
     assert big["provenance"]["totalCandidates"] == 30
     for m in (0, 1, 3, 10):
@@ -170,15 +143,18 @@ def test_max_is_a_prefix_of_a_larger_max(store, mem):
 
 
 def test_pins_tier_expiry_scope_order_and_exclusion(store, mem):
-    obs(store, "t1", "token one", sessionId="s1")
-    obs(store, "t2", "token two", sessionId="s1")
-    obs(store, "t3", "token three", sessionId="s1")
-    obs(store, "t4", "token four", sessionId="s1")
-    pin(store, "pin_old", "t1", created=NOW - 10)
-    pin(store, "pin_new", "t2", created=NOW - 5, expires=NOW + 1)
-    pin(store, "pin_expired", "t3", expires=NOW)  # expiresAt must be after now
-    pin(store, "pin_other_session", "t4", sessionId="s2")
-    pin(store, "pin_missing", "gone")
+    store.write("observations", observation("t1", "token one", sessionId="s1"))
+    store.write("observations", observation("t2", "token two", sessionId="s1"))
+    store.write("observations", observation("t3", "token three", sessionId="s1"))
+    store.write("observations", observation("t4", "token four", sessionId="s1"))
+    store.write("pins", pin("pin_old", "t1", createdAt=NOW - 10))
+    store.write(
+        "pins",
+        pin("pin_new", "t2", createdAt=NOW - 5, expiresAt=NOW + 1),
+    )
+    store.write("pins", pin("pin_expired", "t3", expiresAt=NOW))  # expiresAt must be after now
+    store.write("pins", pin("pin_other_session", "t4", sessionId="s2"))
+    store.write("pins", pin("pin_missing", "gone"))
     result = mem.search("token", scope={"sessionId": "s1"})
     assert [p["pin"]["id"] for p in result["pins"]] == ["pin_new", "pin_old"]
     assert [p["target"]["id"] for p in result["pins"]] == ["t2", "t1"]
@@ -193,16 +169,16 @@ def test_pins_tier_expiry_scope_order_and_exclusion(store, mem):
 
 
 def test_pin_scope_matches_fields_it_lacks(store, mem):
-    obs(store, "x", "cache", sessionId="s1", repoId="r1")
-    pin(store, "pin_session", "x", sessionId="s1")
-    pin(store, "pin_repo", "x", sessionId="s1", repoId="r2")
+    store.write("observations", observation("x", "cache", sessionId="s1", repoId="r1"))
+    store.write("pins", pin("pin_session", "x", sessionId="s1"))
+    store.write("pins", pin("pin_repo", "x", sessionId="s1", repoId="r2"))
     result = mem.search("cache", scope={"sessionId": "s1", "repoId": "r1"})
     assert [p["pin"]["id"] for p in result["pins"]] == ["pin_session"]
 
 
 def test_redacted_targets_only_with_include_redacted(store, mem):
-    obs(store, "secret", "token", redacted=True)
-    pin(store, "pin_secret", "secret")
+    store.write("observations", observation("secret", "[redacted]", redacted=True))
+    store.write("pins", pin("pin_secret", "secret"))
     assert mem.search("")["pins"] == []
     result = mem.search("redacted", include_redacted=True)
     assert [p["target"]["content"] for p in result["pins"]] == ["[redacted]"]
@@ -211,12 +187,28 @@ def test_redacted_targets_only_with_include_redacted(store, mem):
 
 
 def test_current_summary_for_a_session_is_its_latest_opened_capsules(store, mem):
-    summary(store, "sum_a", "first fix for the token bug", "cap_a", sessionId="s1")
-    summary(store, "sum_b", "second token fix", "cap_b", sessionId="s1")
-    capsule(store, "cap_a", opened=NOW - 100, closed=NOW - 1, summary_id="sum_a", sessionId="s1")
-    capsule(store, "cap_b", opened=NOW - 50, closed=NOW - 40, summary_id="sum_b", sessionId="s1")
-    capsule(store, "cap_c", opened=NOW - 10, sessionId="s1")  # newest, but no summary yet
-    capsule(store, "cap_d", opened=NOW, closed=NOW, summary_id="sum_gone", sessionId="s1")
+    store.write(
+        "summaries",
+        summary("sum_a", "first fix for the token bug", capsuleId="cap_a", sessionId="s1"),
+    )
+    store.write(
+        "summaries", summary("sum_b", "second token fix", capsuleId="cap_b", sessionId="s1")
+    )
+    store.write(
+        "capsules",
+        capsule("cap_a", openedAt=NOW - 100, closedAt=NOW - 1, summaryId="sum_a", sessionId="s1"),
+    )
+    store.write(
+        "capsules",
+        capsule("cap_b", openedAt=NOW - 50, closedAt=NOW - 40, summaryId="sum_b", sessionId="s1"),
+    )
+    store.write(
+        "capsules", capsule("cap_c", openedAt=NOW - 10, sessionId="s1")
+    )  # newest, but no summary yet
+    store.write(
+        "capsules",
+        capsule("cap_d", openedAt=NOW, closedAt=NOW, summaryId="sum_gone", sessionId="s1"),
+    )
     result = mem.search("token", scope={"sessionId": "s1"})
     assert result["currentSummary"]["id"] == "sum_b"
     assert [c["entity"]["id"] for c in result["candidates"]] == ["sum_a"]  # not sum_b again
@@ -225,19 +217,25 @@ def test_current_summary_for_a_session_is_its_latest_opened_capsules(store, mem)
 
 
 def test_current_summary_ties_break_by_id(store, mem):
-    summary(store, "sum_x", "x", "cap_2")
-    summary(store, "sum_y", "y", "cap_1")
-    capsule(store, "cap_2", opened=NOW, closed=NOW, summary_id="sum_x", sessionId="s")
-    capsule(store, "cap_1", opened=NOW, closed=NOW, summary_id="sum_y", sessionId="s")
+    store.write("summaries", summary("sum_x", "x", capsuleId="cap_2"))
+    store.write("summaries", summary("sum_y", "y", capsuleId="cap_1"))
+    store.write(
+        "capsules", capsule("cap_2", openedAt=NOW, closedAt=NOW, summaryId="sum_x", sessionId="s")
+    )
+    store.write(
+        "capsules", capsule("cap_1", openedAt=NOW, closedAt=NOW, summaryId="sum_y", sessionId="s")
+    )
     assert mem.search("", scope={"sessionId": "s"})["currentSummary"]["id"] == "sum_y"
     assert mem.search("")["currentSummary"]["id"] == "sum_y"
 
 
 def test_summaries_are_candidates_and_scope_is_exact(store, mem):
-    summary(store, "sum_1", "fixed the jwt expiry", "cap_1", repoId="r1")
-    obs(store, "o1", "jwt expiry seen", repoId="r1", sessionId="s1")
-    obs(store, "o2", "jwt expiry seen", repoId="r2")
-    obs(store, "o3", "jwt expiry seen")
+    store.write(
+        "summaries", summary("sum_1", "fixed the jwt expiry", capsuleId="cap_1", repoId="r1")
+    )
+    store.write("observations", observation("o1", "jwt expiry seen", repoId="r1", sessionId="s1"))
+    store.write("observations", observation("o2", "jwt expiry seen", repoId="r2"))
+    store.write("observations", observation("o3", "jwt expiry seen"))
     result = mem.search("jwt", scope={"repoId": "r1"})
     assert sorted(c["entity"]["id"] for c in result["candidates"]) == ["o1", "sum_1"]
     assert result["provenance"]["scopeIds"] == {"repoId": "r1"}
@@ -245,10 +243,10 @@ def test_summaries_are_candidates_and_scope_is_exact(store, mem):
 
 
 def test_kind_and_since_filters(store, mem):
-    obs(store, "e1", "parser crash", kind="error", ts=NOW - 2 * DAY)
-    obs(store, "e2", "parser crash", kind="error", ts=NOW)
-    obs(store, "c1", "parser crash", kind="command", ts=NOW)
-    summary(store, "sum_1", "parser crash fixed", "cap_1")
+    store.write("observations", observation("e1", "parser crash", kind="error", ts=NOW - 2 * DAY))
+    store.write("observations", observation("e2", "parser crash", kind="error", ts=NOW))
+    store.write("observations", observation("c1", "parser crash", kind="command", ts=NOW))
+    store.write("summaries", summary("sum_1", "parser crash fixed", capsuleId="cap_1"))
     by_kind = mem.search("parser", kinds=["error"])
     assert [c["entity"]["id"] for c in by_kind["candidates"]] == ["e2", "e1"]
     since = mem.search("parser", since=NOW - DAY)
@@ -256,10 +254,10 @@ def test_kind_and_since_filters(store, mem):
 
 
 def test_empty_query_returns_pins_and_summary_only(store, mem):
-    obs(store, "o", "anything")
-    pin(store, "pin_1", "o")
-    summary(store, "sum_1", "anything", "cap_1")
-    capsule(store, "cap_1", opened=NOW, closed=NOW, summary_id="sum_1")
+    store.write("observations", observation("o", "anything"))
+    store.write("pins", pin("pin_1", "o"))
+    store.write("summaries", summary("sum_1", "anything", capsuleId="cap_1"))
+    store.write("capsules", capsule("cap_1", openedAt=NOW, closedAt=NOW, summaryId="sum_1"))
     for query in ("", "   ", "?!", '"'):
         result = mem.search(query)
         assert [p["pin"]["id"] for p in result["pins"]] == ["pin_1"]
@@ -269,7 +267,9 @@ def test_empty_query_returns_pins_and_summary_only(store, mem):
 
 
 def test_result_shape(store, mem):
-    obs(store, "o1", "JWT validation failed: token expired", sessionId="s1")
+    store.write(
+        "observations", observation("o1", "JWT validation failed: token expired", sessionId="s1")
+    )
     result = mem.search("JWT validation failed: token expired", scope={"sessionId": "s1"})
     assert result == {
         "pins": [],
@@ -302,7 +302,7 @@ def test_result_shape(store, mem):
 def test_match_context_is_a_snippet_around_the_match(store, mem):
     words = [f"w{n}" for n in range(60)]
     words[40] = "needle"
-    obs(store, "long", " ".join(words))
+    store.write("observations", observation("long", " ".join(words)))
     context = mem.search("needle")["candidates"][0]["matchContext"]
     assert "**needle**" in context
     assert not context.startswith("w0 ")
@@ -310,9 +310,9 @@ def test_match_context_is_a_snippet_around_the_match(store, mem):
 
 
 def test_explicit_syntax_is_honoured(store, mem):
-    obs(store, "phrase", "the token expired today")
-    obs(store, "apart", "expired: the old token")
-    obs(store, "prefix", "authentication middleware")
+    store.write("observations", observation("phrase", "the token expired today"))
+    store.write("observations", observation("apart", "expired: the old token"))
+    store.write("observations", observation("prefix", "authentication middleware"))
     assert [c["entity"]["id"] for c in mem.search('"token expired"')["candidates"]] == ["phrase"]
     assert [c["entity"]["id"] for c in mem.search("auth*")["candidates"]] == ["prefix"]
     not_apart = mem.search("token NOT old")["candidates"]
@@ -324,10 +324,12 @@ def test_explicit_syntax_is_honoured(store, mem):
 
 
 def test_token_budget_drops_lowest_candidates_first(store, mem):
-    obs(store, "p", "pinned note about the cache")
-    pin(store, "pin_1", "p")
+    store.write("observations", observation("p", "pinned note about the cache"))
+    store.write("pins", pin("pin_1", "p"))
     for n in range(8):
-        obs(store, f"c{n}", f"cache entry {n} " + "x" * 200, ts=NOW - n * DAY)
+        store.write(
+            "observations", observation(f"c{n}", f"cache entry {n} " + "x" * 200, ts=NOW - n * DAY)
+        )
     full = mem.search("cache", max_results=20)
     assert full["provenance"]["returnedCandidates"] == 8
 
@@ -358,12 +360,21 @@ def test_token_budget_drops_lowest_candidates_first(store, mem):
 
 
 def test_deleting_the_index_changes_no_result(store):
-    obs(store, "a", "token expired in auth", ts=NOW - DAY, sessionId="s1")
-    obs(store, "b", "auth cache miss", ts=NOW - 2 * DAY, sessionId="s1")
-    obs(store, "c", "token refresh", ts=NOW - 40 * DAY, sessionId="s2")
-    summary(store, "sum_1", "token fix", "cap_1", sessionId="s1")
-    capsule(store, "cap_1", opened=NOW - 5, closed=NOW - 1, summary_id="sum_1", sessionId="s1")
-    pin(store, "pin_1", "b", sessionId="s1")
+    store.write(
+        "observations", observation("a", "token expired in auth", ts=NOW - DAY, sessionId="s1")
+    )
+    store.write(
+        "observations", observation("b", "auth cache miss", ts=NOW - 2 * DAY, sessionId="s1")
+    )
+    store.write(
+        "observations", observation("c", "token refresh", ts=NOW - 40 * DAY, sessionId="s2")
+    )
+    store.write("summaries", summary("sum_1", "token fix", capsuleId="cap_1", sessionId="s1"))
+    store.write(
+        "capsules",
+        capsule("cap_1", openedAt=NOW - 5, closedAt=NOW - 1, summaryId="sum_1", sessionId="s1"),
+    )
+    store.write("pins", pin("pin_1", "b", sessionId="s1"))
     queries = [
         ("token", None),
         ("auth", {"sessionId": "s1"}),
@@ -382,7 +393,7 @@ def test_deleting_the_index_changes_no_result(store):
 
 def test_results_follow_the_files_without_reindex(store, mem):
     path = store.path_for("observations", "o")
-    obs(store, "o", "first words")
+    store.write("observations", observation("o", "first words"))
     assert ranked(mem.search("first")) == [("o", 0.65)]
     path.write_bytes(path.read_bytes().replace(b"first words", b"other words"))
     assert mem.search("first")["candidates"] == []
@@ -438,7 +449,7 @@ def test_order_always_agrees_with_the_scores(store_dir, monkeypatch, docs, max_r
     for path in store.objects.glob("observations/*/*.json"):
         path.unlink()
     for n, (words, age) in enumerate(docs):
-        obs(store, f"d{n:02d}", " ".join(words), ts=NOW - age)
+        store.write("observations", observation(f"d{n:02d}", " ".join(words), ts=NOW - age))
     with Memory(store.root) as mem:
         full = mem.search("cache miss", max_results=100)
         keys = [(-c["score"], -c["entity"]["ts"], c["entity"]["id"]) for c in full["candidates"]]

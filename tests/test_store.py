@@ -30,6 +30,14 @@ def tree(root: Path) -> dict[str, bytes]:
     }
 
 
+def everything(root: Path) -> dict[str, bytes | None]:
+    """Every file (its bytes) and folder (None) under `root`."""
+    return {
+        str(p.relative_to(root)): p.read_bytes() if p.is_file() else None
+        for p in sorted(root.rglob("*"))
+    }
+
+
 def test_create_lays_out_the_store_and_is_idempotent(tmp_path):
     root = tmp_path / ".kindling"
     Store.create(root)
@@ -63,13 +71,14 @@ def test_invalid_entity_writes_nothing(store_dir):
 
 
 @pytest.mark.parametrize("bad", ["../../x", "a/b", ".git", "x" * 300])
-def test_ids_never_become_paths(store_dir, bad):
+def test_ids_never_become_paths(store_dir, bad, tmp_path):
     store = Store.open(store_dir)
+    before = everything(tmp_path)
     with pytest.raises(ValidationError, match="invalid id"):
         store.path_for("observations", bad)
     with pytest.raises(ValidationError):
         store.write("observations", {**OBS, "id": bad})
-    assert not (store_dir.parent / "x").exists()
+    assert everything(tmp_path) == before  # no file and no folder, anywhere
 
 
 def test_failed_write_leaves_old_file_and_no_temp(store_dir, monkeypatch):

@@ -6,6 +6,7 @@ import os
 import sqlite3
 
 import pytest
+from entities import observation
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -19,18 +20,6 @@ from kindling.watch.watcher import Watcher
 
 ADDED, MODIFIED, DELETED = 1, 2, 3
 CONFLICTED = b'<<<<<<< ours\n{"id": "x"}\n=======\n{"id": "y"}\n>>>>>>> theirs\n'
-
-
-def obs(n: int, content: str = "hello") -> dict:
-    return {
-        "id": f"obs-{n:04d}",
-        "kind": "message",
-        "content": content,
-        "provenance": {},
-        "ts": 1_750_000_000_000 + n,
-        "scopeIds": {},
-        "redacted": False,
-    }
 
 
 class Clock:
@@ -135,7 +124,7 @@ def test_relevant(rel, expected):
 
 
 def test_start_reconciles_publishes_and_stop_withdraws(store, make, events, tmp_path):
-    store.write("observations", obs(1, "before the watcher"))
+    store.write("observations", observation(1, "before the watcher"))
     seen = {}
 
     def during():
@@ -166,7 +155,7 @@ def test_changes_made_before_watching_began_are_found(store, events, make):
     def source(stop):
         # Written after the index was opened but before the first change set: the start
         # reconcile must find it.
-        store.write("observations", obs(1, "early"))
+        store.write("observations", observation(1, "early"))
         yield set()
 
     watcher = make()
@@ -182,8 +171,8 @@ def test_each_batch_is_applied_as_hints(store, make, events, tmp_path):
     p2 = store.path_for("observations", "obs-0002")
 
     def add():
-        store.write("observations", obs(1, "alpha"))
-        store.write("observations", obs(2, "beta"))
+        store.write("observations", observation(1, "alpha"))
+        store.write("observations", observation(2, "beta"))
         return changed(p1, p2, kind=ADDED)
 
     def edit():
@@ -213,10 +202,10 @@ def test_each_batch_is_applied_as_hints(store, make, events, tmp_path):
 def test_event_types_are_not_trusted(store, make, tmp_path):
     p1 = store.path_for("observations", "obs-0001")
     p2 = store.path_for("observations", "obs-0002")
-    store.write("observations", obs(2))
+    store.write("observations", observation(2))
 
     def lie():
-        store.write("observations", obs(1))
+        store.write("observations", observation(1))
         p2.unlink()
         # Reported the wrong way round: the file system decides.
         return {(DELETED, str(p1)), (ADDED, str(p2))}
@@ -230,7 +219,7 @@ def test_event_types_are_not_trusted(store, make, tmp_path):
 
 def test_a_folder_hint_covers_every_file_in_it(store, make, tmp_path):
     def add():
-        path, _ = store.write("observations", obs(1))
+        path, _ = store.write("observations", observation(1))
         return changed(path.parent, kind=ADDED)  # a new fan-out folder, files not reported
 
     make(add).run()
@@ -255,7 +244,7 @@ def test_temp_and_swap_files_are_ignored(store, make, events):
 
 
 def test_rename_save_and_in_place_save(store, make, tmp_path):
-    path, _ = store.write("observations", obs(1, "first"))
+    path, _ = store.write("observations", observation(1, "first"))
 
     def rename_save():
         # vim-style: write a new file, move it over the old one.
@@ -288,12 +277,12 @@ def test_rename_save_and_in_place_save(store, make, tmp_path):
 
 def test_a_burst_reconciles_then_settles_once_quiet(store, make, events, tmp_path):
     def burst():
-        paths = [store.write("observations", obs(n), durable=False)[0] for n in range(30)]
+        paths = [store.write("observations", observation(n), durable=False)[0] for n in range(30)]
         return changed(*paths, kind=ADDED)
 
     def missed():
         # Written during the burst but never reported (a lost event): the settle finds it.
-        store.write("observations", obs(99, "never reported"))
+        store.write("observations", observation(99, "never reported"))
         return set()
 
     make(burst, missed, burst=10).run()
@@ -314,12 +303,12 @@ def test_a_moved_git_head_reconciles(store, make, events, tmp_path):
     (git / "refs" / "heads" / "main").write_text("a" * 40 + "\n")
 
     def checkout():
-        store.write("observations", obs(1))  # a checkout whose events were lost
+        store.write("observations", observation(1))  # a checkout whose events were lost
         (git / "HEAD").write_text("ref: refs/heads/other\n")
         (git / "refs" / "heads" / "other").write_text("b" * 40 + "\n")
 
     def pull():
-        store.write("observations", obs(2))
+        store.write("observations", observation(2))
         (git / "refs" / "heads" / "other").write_text("c" * 40 + "\n")
 
     make(checkout, pull).run()
@@ -347,7 +336,7 @@ def test_git_dir_of_a_linked_work_tree(tmp_path):
 
 def test_objects_folder_replaced_reconciles(store, make, events):
     def replaced():
-        store.write("observations", obs(1))
+        store.write("observations", observation(1))
         return changed(store.objects, kind=ADDED)
 
     make(replaced).run()
@@ -359,7 +348,7 @@ def test_periodic_reconcile_heals_what_no_event_reported(store, make, events, tm
     clock = Clock()
 
     def unreported():
-        store.write("observations", obs(1))
+        store.write("observations", observation(1))
         clock.now += 10
 
     def later():
@@ -396,9 +385,17 @@ def test_pending_while_a_batch_is_applied_and_heartbeat_while_idle(
 
     monkeypatch.setattr(Index, "refresh", spy)
     beats = []
+    published = []  # (idle ticks seen so far, state): a millisecond clock may not move
+    real_publish = Index.set_watcher_state
+
+    def publish(self, state):
+        published.append((len(beats), state))
+        return real_publish(self, state)
+
+    monkeypatch.setattr(Index, "set_watcher_state", publish)
 
     def add():
-        return changed(store.write("observations", obs(1))[0], kind=ADDED)
+        return changed(store.write("observations", observation(1))[0], kind=ADDED)
 
     def idle():
         ix = look(store)
@@ -410,7 +407,10 @@ def test_pending_while_a_batch_is_applied_and_heartbeat_while_idle(
     assert during == [True]
     assert [b["pending"] for b in beats] == [False, False, False]
     stamps = [b["heartbeatMs"] for b in beats]
-    assert stamps == sorted(stamps) and stamps[0] < stamps[-1]
+    assert stamps == sorted(stamps)
+    # one heartbeat after each of the first two idle ticks, each seen by the next reader
+    idle_beats = [ticks for ticks, state in published if state and ticks in (1, 2)]
+    assert idle_beats == [1, 2]
 
 
 def test_a_second_watcher_is_refused_naming_the_first(store, make, monkeypatch):
@@ -453,7 +453,7 @@ def test_a_deleted_lock_file_is_taken_again(store, make):
 
 
 def test_problem_files_are_reported_and_other_files_kept(store, make, events):
-    good, _ = store.write("observations", obs(1, "still here"))
+    good, _ = store.write("observations", observation(1, "still here"))
     bad = store.path_for("observations", "obs-0002")
 
     def conflict():
@@ -463,7 +463,7 @@ def test_problem_files_are_reported_and_other_files_kept(store, make, events):
         return changed(bad, good)
 
     def fix():
-        store.write("observations", obs(2, "resolved"))
+        store.write("observations", observation(2, "resolved"))
         return changed(bad)
 
     make(conflict, fix).run()
@@ -487,14 +487,14 @@ def test_a_deleted_index_is_reopened_and_rebuilt(store, make, events, tmp_path):
                 os.unlink(f"{index_path}{suffix}")
 
     def add():
-        return changed(store.write("observations", obs(2))[0], kind=ADDED)
+        return changed(store.write("observations", observation(2))[0], kind=ADDED)
 
     def check():
         ix = look(store)
         states.append(ix.watcher_state())
         ix.close()
 
-    store.write("observations", obs(1))
+    store.write("observations", observation(1))
     make(delete_index, add, check).run()
     kinds = [e["event"] for e in events]
     assert "reopen" in kinds
@@ -510,7 +510,7 @@ def test_an_index_replaced_by_another_file_is_reopened(store, make, events, tmp_
         other = tmp_path / "other.sqlite"
         Index(store, path=other).close()
         os.replace(other, index_path)
-        store.write("observations", obs(1))
+        store.write("observations", observation(1))
 
     make(replace_index).run()
     assert "reopen" in [e["event"] for e in events]
@@ -541,7 +541,7 @@ def test_an_error_is_reported_and_retried(store, make, events, monkeypatch, tmp_
     states = []
 
     def add():
-        return changed(store.write("observations", obs(1))[0], kind=ADDED)
+        return changed(store.write("observations", observation(1))[0], kind=ADDED)
 
     def wait():
         ix = look(store)
@@ -585,9 +585,9 @@ def test_any_reported_history_ends_equal_to_a_rebuild(tmp_path_factory, ops, spl
     def apply(op, n, kind, folder):
         path = store.path_for("observations", f"obs-{n:04d}")
         if op == "create" or (op in ("edit", "in-place", "rename") and not path.exists()):
-            store.write("observations", obs(n, f"made {n}"), durable=False)
+            store.write("observations", observation(n, f"made {n}"), durable=False)
         elif op == "edit":
-            store.write("observations", obs(n, f"edited {n}"), durable=False)
+            store.write("observations", observation(n, f"edited {n}"), durable=False)
         elif op == "in-place":
             with open(path, "r+b") as fh:
                 data = fh.read().replace(b"made", b"mood")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_kindling
+from entities import observation
 
 from kindling import canonical
 from kindling.index import Index
@@ -21,18 +22,6 @@ from kindling.store import Store, fanout
 
 DEADLINE_S = 10.0
 CONFLICTED = b'<<<<<<< ours\n{"id": "x"}\n=======\n{"id": "y"}\n>>>>>>> theirs\n'
-
-
-def obs(name: str, content: str) -> dict:
-    return {
-        "id": name,
-        "kind": "message",
-        "content": content,
-        "provenance": {},
-        "ts": 1_750_000_000_000,
-        "scopeIds": {},
-        "redacted": False,
-    }
 
 
 def wait_for(check, timeout: float = DEADLINE_S, what: str = "a condition"):
@@ -50,14 +39,29 @@ def wait_for(check, timeout: float = DEADLINE_S, what: str = "a condition"):
 class WatchProcess:
     """One `kindling watch` subprocess with its output in files."""
 
-    def __init__(self, store: Path, tmp: Path, *args: str, env: dict | None = None) -> None:
+    def __init__(
+        self,
+        store: Path,
+        tmp: Path,
+        *args: str,
+        env: dict | None = None,
+        timings: dict[str, float] | None = None,
+    ) -> None:
         n = len(list(tmp.glob("watch-*.out")))
         self.out_path = tmp / f"watch-{n}.out"
         self.err_path = tmp / f"watch-{n}.err"
         self.store = store
+        # `timings` replaces kindling.watch.watcher constants (TICK_S, LOCK_WAIT_S) in the process.
+        launch = ["-m", "kindling"]
+        if timings:
+            sets = "".join(f"w.{name} = {value!r}; " for name, value in timings.items())
+            launch = [
+                "-c",
+                f"import kindling.watch.watcher as w; {sets}from kindling.cli import main; main()",
+            ]
         with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "kindling", "--store", str(store), "watch", *args],
+                [sys.executable, *launch, "--store", str(store), "watch", *args],
                 stdout=out,
                 stderr=err,
                 env={
@@ -111,8 +115,8 @@ def spawn(tmp_path):
     """Start watchers; every one of them is killed at teardown."""
     started: list[WatchProcess] = []
 
-    def start(store: Path, *args: str, env: dict | None = None) -> WatchProcess:
-        watcher = WatchProcess(store, tmp_path, *args, env=env)
+    def start(store: Path, *args: str, env: dict | None = None, timings=None) -> WatchProcess:
+        watcher = WatchProcess(store, tmp_path, *args, env=env, timings=timings)
         started.append(watcher)
         return watcher
 
@@ -166,18 +170,21 @@ def dumps_equal(store: Path, tmp: Path) -> bool:
 # ---------------------------------------------------------------- following the files
 
 
-def test_a_dropped_in_file_is_found_within_a_couple_of_seconds(store, watcher):
-    began = time.monotonic()
-    drop(store, obs("obs-dropped", "a wandering albatross"))
+def test_a_dropped_in_file_is_indexed_by_the_event_it_causes(store, watcher):
+    # How fast is measured in bench/bench_watch.py; here: the file event itself, not a later
+    # reconcile, is what indexes the file (one refresh of its folder, one entity added).
+    drop(store, observation("obs-dropped", "a wandering albatross"))
     wait_for(lambda: in_index(store, "obs-dropped"), what="the watcher to index the file")
-    assert time.monotonic() - began < 3.0  # "within a couple of seconds", with slack
     assert search_ids(store, "albatross") == ["obs-dropped"]
-    added = [b for b in watcher.batches() if b["mode"] == "refresh" and b["added"]]
-    assert added and added[0]["paths"] >= 1 and added[0]["ms"] >= 0
+    after_start = [b for b in watcher.batches() if b["reason"] != "start"]
+    added = [b for b in after_start if b["added"]]
+    assert [(b["mode"], b["added"]) for b in added] == [("refresh", 1)]
+    assert added[0]["paths"] >= 1 and added[0]["ms"] >= 0
+    assert all(b["mode"] == "refresh" for b in after_start)
 
 
 def test_hand_edit_and_delete(store, watcher):
-    path = drop(store, obs("obs-edit", "the colour is vermilion"))
+    path = drop(store, observation("obs-edit", "the colour is vermilion"))
     wait_for(lambda: in_index(store, "obs-edit"))
     path.write_bytes(path.read_bytes().replace(b"vermilion", b"turquoise"))
     wait_for(lambda: in_index(store, "obs-edit")["content"] == "the colour is turquoise")
@@ -189,7 +196,7 @@ def test_hand_edit_and_delete(store, watcher):
 
 
 def test_rename_style_save_and_in_place_save(store, watcher):
-    path = drop(store, obs("obs-save", "draft one"))
+    path = drop(store, observation("obs-save", "draft one"))
     wait_for(lambda: in_index(store, "obs-save"))
     # vim/most editors: write a swap file beside it, then rename it over the original.
     swap = path.with_name(f".{path.name}.swp")
@@ -208,12 +215,17 @@ def test_rename_style_save_and_in_place_save(store, watcher):
     assert search_ids(store, "three") == ["obs-save"]
 
 
+@pytest.mark.slow
 def test_a_burst_of_1000_files_ends_equal_to_a_rebuild(store, watcher, tmp_path):
     kept = Store(store)
     for n in range(1000):
-        kept.write("observations", obs(f"obs-burst-{n:04d}", f"burst note {n}"), durable=False)
+        kept.write(
+            "observations", observation(f"obs-burst-{n:04d}", f"burst note {n}"), durable=False
+        )
     for n in range(0, 1000, 7):  # some changed again and some removed within the burst
-        kept.write("observations", obs(f"obs-burst-{n:04d}", f"burst edit {n}"), durable=False)
+        kept.write(
+            "observations", observation(f"obs-burst-{n:04d}", f"burst edit {n}"), durable=False
+        )
     for n in range(3, 1000, 11):
         kept.remove("observations", f"obs-burst-{n:04d}")
 
@@ -240,14 +252,14 @@ def test_problem_files_are_reported_and_the_watcher_keeps_going(store, watcher):
         return [p for b in watcher.batches() for p in b["problems"] if p["path"] == str(bad)]
 
     wait_for(reported, what="the problem to be reported")
-    drop(store, obs("obs-good", "still searchable after a conflict"))
+    drop(store, observation("obs-good", "still searchable after a conflict"))
     wait_for(lambda: in_index(store, "obs-good"))
     assert bad.read_bytes() == CONFLICTED  # never touched
     assert watcher.proc.poll() is None
 
 
 def test_the_index_file_deleted_underneath(store, watcher):
-    drop(store, obs("obs-before", "before the index vanished"))
+    drop(store, observation("obs-before", "before the index vanished"))
     wait_for(lambda: in_index(store, "obs-before"))
     index_path = Store(store).index_path
     for suffix in ("", "-wal", "-shm"):
@@ -264,7 +276,7 @@ def test_the_index_file_deleted_underneath(store, watcher):
         return state and state["pid"] == watcher.pid and state["pending"] is False
 
     wait_for(republished, what="the watcher to reopen the index")
-    drop(store, obs("obs-after", "after the index came back"))
+    drop(store, observation("obs-after", "after the index came back"))
     wait_for(lambda: in_index(store, "obs-after"), what="the reopened index to follow changes")
     assert in_index(store, "obs-before") is not None
     assert any(e["event"] == "reopen" for e in watcher.events())
@@ -274,7 +286,7 @@ def test_the_index_file_deleted_underneath(store, watcher):
 
 
 def test_a_second_watcher_is_refused_naming_the_first(store, watcher, spawn):
-    second = spawn(store, "--debounce", "50")
+    second = spawn(store, "--debounce", "50", timings={"LOCK_WAIT_S": 0.05})
     assert second.proc.wait(timeout=DEADLINE_S) == 1
     message = second.errors()
     assert message.startswith("Error: kindling watch is already running")
@@ -282,13 +294,15 @@ def test_a_second_watcher_is_refused_naming_the_first(store, watcher, spawn):
     assert watcher.proc.poll() is None
 
 
-def test_sigterm_exits_0_within_a_second_leaving_the_index_consistent(store, watcher, tmp_path):
-    drop(store, obs("obs-last", "written just before the end"))
+def test_sigterm_exits_0_at_once_leaving_the_index_consistent(store, spawn, tmp_path):
+    # An idle watcher only wakes every TICK_S; made 120 s here, an exit well before that
+    # shows the signal cut the wait short (no clock reading needed for it).
+    watcher = spawn(store, "--debounce", "50", "--json", timings={"TICK_S": 120.0})
+    watcher.wait_ready()
+    drop(store, observation("obs-last", "written just before the end"))
     wait_for(lambda: in_index(store, "obs-last"))
-    began = time.monotonic()
     watcher.proc.send_signal(signal.SIGTERM)
-    assert watcher.proc.wait(timeout=DEADLINE_S) == 0
-    assert time.monotonic() - began < 1.0
+    assert watcher.proc.wait(timeout=30) == 0
     assert watcher.events()[-1]["event"] == "stop"
     ix = Index(Store(store))
     try:
@@ -302,7 +316,7 @@ def test_sigterm_exits_0_within_a_second_leaving_the_index_consistent(store, wat
 def test_sigint_stops_it_too_with_human_output(store, spawn):
     proc = spawn(store, env={"KINDLING_WATCH_DEBOUNCE_MS": "50"})
     wait_for(lambda: "reconciled (start)" in proc.output(), what="the start line")
-    drop(store, obs("obs-human", "shown as one line"))
+    drop(store, observation("obs-human", "shown as one line"))
     line = wait_for(
         lambda: re.search(
             r"^\d\d:\d\d:\d\d \d+ changed paths?: 1 added in \d+ ms$", proc.output(), re.M
@@ -319,7 +333,10 @@ def test_sigint_stops_it_too_with_human_output(store, spawn):
     assert proc.errors() == ""
 
 
+@pytest.mark.slow
 def test_idle_cpu_is_near_zero(store, watcher):
+    """Idle cost is a CPU time over a wall-clock span: the behaviour is the bound, generous."""
+
     def cpu_seconds() -> float:
         fields = Path(f"/proc/{watcher.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -347,7 +364,7 @@ def test_readers_trust_the_live_watcher_and_fall_back_when_it_is_killed(store, s
             if fanout(f"obs-trust-{n}") != fanout("obs-trust-a")
         ),
     )
-    path = drop(store, obs(first, "the original wording"))
+    path = drop(store, observation(first, "the original wording"))
     old = time.time() - 3600
     for folder in (path.parent, path.parent.parent):
         os.utime(folder, (old, old))
@@ -356,7 +373,7 @@ def test_readers_trust_the_live_watcher_and_fall_back_when_it_is_killed(store, s
     os.kill(proc.pid, signal.SIGSTOP)  # alive and holding its lock, but doing nothing
     try:
         # A new file moves its folder's time: a reader finds it without any watcher help.
-        drop(store, obs(second, "a brand new arrival"))
+        drop(store, observation(second, "a brand new arrival"))
         assert search_ids(store, "arrival") == [second]
         # An in-place edit moves no folder: a reader that trusts the watcher does not walk,
         # so it cannot see this edit until the watcher reports it.

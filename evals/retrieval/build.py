@@ -16,7 +16,7 @@ import corpus
 import distractors
 
 from kindling import Memory
-from kindling.capture import mask_text
+from kindling.masking import mask_text
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache"

@@ -7,6 +7,11 @@ keys, never the store.
 Scope filters follow search: observations, capsules and summaries match when their scopeIds
 carry every requested value exactly (`model.scope_matches`); pins also match a scope field they
 do not carry at all (`model.pin_scope_matches`), as pins do in search.
+
+`format="original"` writes the bundle the original Kindling (TypeScript and Rust) imports
+whole: entities in its shape (`original.to_original`), and only references its importers can
+keep (they enforce foreign keys): capsule members that are in the bundle, and summaries whose
+capsule is.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import os
 from typing import BinaryIO, NamedTuple
 
 from kindling import canonical
+from kindling.bundle import original
 from kindling.bundle.format import BUNDLE_VERSION, DATASET_VERSION, DESCRIPTION, iso_utc
 from kindling.clock import now_ms
 from kindling.errors import CorruptFileError, KindlingError, ValidationError
@@ -69,6 +75,30 @@ class _Filter:
         return _matches(entity_type, entity, self.scope)
 
 
+class _Shape:
+    """How entities are written: as stored, or as the original Kindling reads them."""
+
+    def __init__(self, fmt: str) -> None:
+        if fmt not in original.FORMATS:
+            raise ValidationError(f"format must be one of {', '.join(original.FORMATS)}")
+        self.original = fmt == "original"
+        self.written: dict[str, set[str]] = {etype: set() for etype in ENTITY_TYPES}
+
+    def __call__(self, entity_type: str, entity: dict) -> dict | None:
+        """The entity to write, or None to leave it out."""
+        if not self.original:
+            return entity
+        if entity_type == "capsules":
+            members = self.written["observations"]
+            kept = [m for m in entity["observationIds"] if m in members]
+            if len(kept) != len(entity["observationIds"]):
+                entity = {**entity, "observationIds": kept}
+        elif entity_type == "summaries" and entity["capsuleId"] not in self.written["capsules"]:
+            return None
+        self.written[entity_type].add(entity["id"])
+        return original.to_original(entity_type, entity)
+
+
 def _peek(entity_type: str, path: str, data: bytes) -> dict:
     """Parse and validate a file in the first pass, checking it sits where its id belongs."""
     entity = Store.parse_entity(entity_type, path, data)
@@ -117,6 +147,7 @@ def _write_entities(
     keep: _Filter,
     problems: list[Problem],
     step=None,
+    shape: _Shape | None = None,
 ) -> int:
     """The second pass for one type: re-read in order and write; returns how many were written."""
     out.write(f'    "{entity_type}": ['.encode())
@@ -143,6 +174,10 @@ def _write_entities(
         except CorruptFileError as exc:
             problems.append(Problem(exc.path, exc.reason))
             continue
+        if shape is not None:
+            entity = shape(entity_type, entity)
+            if entity is None:
+                continue
         out.write(b"\n      " if written == 0 else b",\n      ")
         out.write(canonical.encode_compact(entity))
         written += 1
@@ -158,12 +193,14 @@ def export_bundle(
     include_redacted: bool = False,
     exported_at: int | None = None,
     progress=None,
+    format: str = "kindling",
 ) -> ExportReport:
     """Write a bundle of `store` to the binary stream `out`; byte-identical for the same store."""
     scope = dict(scope or {})
     errors = scope_errors(scope, "scope")
     if errors:
         raise ValidationError("; ".join(errors))
+    shape = _Shape(format)
     stamp = now_ms() if exported_at is None else exported_at
     keep = _Filter(scope, include_redacted)
     problems: list[Problem] = []
@@ -179,7 +216,7 @@ def export_bundle(
         # before the pins that may point at them are filtered.
         keys = _sorted_keys(store, etype, keep, problems)
         step = progress(f"Exporting {etype}", len(keys)) if progress else None
-        counts[etype] = _write_entities(out, store, etype, keys, keep, problems, step)
+        counts[etype] = _write_entities(out, store, etype, keys, keep, problems, step, shape)
         del keys
         out.write(b",\n" if n < len(ENTITY_TYPES) - 1 else b"\n")
     metadata = canonical.encode_compact(DESCRIPTION).decode()
@@ -195,11 +232,14 @@ def export_bundle(
 
 
 def export_to_path(store: Store, path: str | os.PathLike, **options) -> ExportReport:
-    """Export into a file atomically: a temp file beside it, fsync, then rename over it."""
+    """Export into a file atomically: a temp file beside it, fsync, then rename over it.
+
+    The file's folder must exist: a mistyped path is an error, not a new tree of folders.
+    """
     folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):  # a typo in -o must not create folders
-        raise KindlingError(f"cannot write {path}: folder {folder} does not exist")
-    with atomic_output(path, make_parents=False) as fh:
+    if not os.path.isdir(folder):
+        raise KindlingError(f"cannot write {os.fspath(path)}: folder {folder} does not exist")
+    with atomic_output(path) as fh:
         return export_bundle(store, fh, **options)
 
 

@@ -12,6 +12,7 @@ import zlib
 from typing import NamedTuple
 
 from kindling import canonical
+from kindling.bundle import original
 from kindling.clock import format_utc
 from kindling.errors import KindlingError, ValidationError
 from kindling.fileio import read_regular
@@ -43,6 +44,8 @@ class Dataset(NamedTuple):
     exported_at: int
     scope: dict | None
     entities: dict[str, list[dict]]
+    # What was normalised from the original Kindling's shape, and for how many entities.
+    normalised: dict[str, int] = {}
 
     def __len__(self) -> int:
         return sum(len(items) for items in self.entities.values())
@@ -145,8 +148,14 @@ def gunzip(data: bytes, limit: int) -> bytearray:
 
 
 def parse_bundle(data: bytes) -> Dataset:
-    """Parse and check a whole bundle; any problem raises one error that lists them all."""
-    return check_bundle(decode_bundle(data))
+    """Parse and check a whole bundle; any problem raises one error that lists them all.
+
+    A bundle written by the original Kindling is read too: `original.normalise` brings it to
+    the canonical shape first, and the Dataset says what that changed.
+    """
+    value, normalised = original.normalise(decode_bundle(data))
+    exported_at, scope, entities, _ = check_bundle(value)
+    return Dataset(exported_at, scope, entities, normalised)
 
 
 def check_bundle(value: object) -> Dataset:

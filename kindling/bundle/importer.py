@@ -5,7 +5,9 @@ with no common ancestor (`kindling.git.merge`): a clean merge is written ("merge
 keeps the local file (`--on-conflict keep`), takes the bundle's values for the conflicting fields
 (`theirs`), or stops the import before anything is written (`fail`). Whatever the option, a
 locally forgotten observation stays redacted, and a tombstone in the bundle redacts the local
-observation. Secrets are masked on the way in, as on capture.
+observation. Secrets are masked on the way in, as on capture. A pin whose target is in neither
+the bundle nor the store is skipped, never written dangling. Bundles of the original Kindling
+arrive normalised (`kindling.bundle.original`); the report says what that changed.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from kindling.bundle.format import Dataset, entity_label, parse_bundle
 from kindling.errors import CorruptFileError, KindlingError, ValidationError
 from kindling.fileio import read_regular
 from kindling.git.merge import merge_entity
-from kindling.masking import mask_json, mask_text
-from kindling.model import ENTITY_TYPES, REDACTED_CONTENT, SINGULAR, entity_errors
+from kindling.masking import mask_json, mask_scope_ids, mask_text
+from kindling.model import ENTITY_TYPES, PLURAL, REDACTED_CONTENT, SINGULAR, entity_errors
 from kindling.progress import ProgressFactory, Step
 from kindling.store import Store
 
@@ -57,19 +59,27 @@ def _masked(entity_type: str, entity: dict) -> tuple[dict, int]:
 
     The bundle's own dict is returned when nothing changes, so a large import holds one copy.
     """
+    changes: dict = {}
+    scope, s = mask_scope_ids(entity["scopeIds"]) if "scopeIds" in entity else ({}, 0)
+    if s:
+        changes["scopeIds"] = scope
     if entity_type == "observations":
         if entity["redacted"]:
-            return (entity if entity["provenance"] == {} else {**entity, "provenance": {}}), 0
+            if entity["provenance"] != {}:
+                changes["provenance"] = {}
+            return ({**entity, **changes} if changes else entity), s
         content, n = mask_text(entity["content"])
         provenance, m = mask_json(entity["provenance"])
-        changes = {"content": content, "provenance": provenance} if n + m else {}
+        if n + m:
+            changes.update(content=content, provenance=provenance)
     else:
         field = _FREE_TEXT[entity_type]
         n = m = 0
         if isinstance(entity[field], str):
             text, n = mask_text(entity[field])
-        changes = {field: text} if n else {}
-    return ({**entity, **changes} if changes else entity), n + m
+            if n:
+                changes[field] = text
+    return ({**entity, **changes} if changes else entity), n + m + s
 
 
 # ---------------------------------------------------------------- deciding, one entity at a time
@@ -127,6 +137,32 @@ def _read_local(path: Path) -> bytes | None:
     return read_regular(path, follow_symlinks=False)
 
 
+ABSENT_MEMBERS = "capsules: members in neither the bundle nor this store (forgotten), kept"
+
+
+def _dangling_pin(store: Store, pin: dict, in_bundle: dict[str, set[str]]) -> str:
+    """Why a pin cannot be written (its target is nowhere), or "" when it can."""
+    target_type, target = PLURAL[pin["targetType"]], pin["targetId"]
+    if target in in_bundle[target_type] or store.path_for(target_type, target).exists():
+        return ""
+    return f"its target {pin['targetType']} {target} is in neither the bundle nor this store"
+
+
+def _absent_members(store: Store, dataset: Dataset, in_bundle: dict[str, set[str]]) -> int:
+    """Capsule members in neither the bundle nor the store: kept, as forgotten members are."""
+    return sum(
+        1
+        for capsule in dataset.entities["capsules"]
+        for member in capsule["observationIds"]
+        if member not in in_bundle["observations"]
+        and not store.path_for("observations", member).exists()
+    )
+
+
+def _ids(dataset: Dataset) -> dict[str, set[str]]:
+    return {etype: {e["id"] for e in dataset.entities[etype]} for etype in ENTITY_TYPES}
+
+
 def plan_import(
     store: Store,
     dataset: Dataset,
@@ -139,6 +175,7 @@ def plan_import(
         raise ValidationError(f"on_conflict must be one of {', '.join(ON_CONFLICT)}")
     decisions = []
     errors = []
+    in_bundle = _ids(dataset)
     for etype in ENTITY_TYPES:
         for i, raw in enumerate(dataset.entities[etype]):
             entity, masked = _masked(etype, raw)
@@ -146,6 +183,12 @@ def plan_import(
             if problems:
                 label = entity_label(etype, i, raw)
                 errors.append(f"{label} after masking: {'; '.join(problems)}")
+                continue
+            dangling = _dangling_pin(store, entity, in_bundle) if etype == "pins" else ""
+            if dangling:
+                decisions.append(Decision(etype, entity, "skipped", reason=dangling))
+                if progress is not None:
+                    progress(1)
                 continue
             path = store.path_for(etype, entity["id"])
             try:
@@ -251,6 +294,8 @@ class ImportReport(NamedTuple):
     written: int
     dry_run: bool
     on_conflict: str
+    # Changes made to read the original Kindling's shape: what, and for how many entities.
+    normalised: dict[str, int] = {}
     # Set when a write error stopped the import: then only what was written is counted.
     stopped: str | None = None
     written_ids: tuple[dict[str, str], ...] = ()
@@ -267,7 +312,12 @@ class ImportReport(NamedTuple):
 
     @classmethod
     def from_decisions(
-        cls, decisions: list[Decision], *, dry_run: bool, on_conflict: str
+        cls,
+        decisions: list[Decision],
+        *,
+        dry_run: bool,
+        on_conflict: str,
+        normalised: dict[str, int] | None = None,
     ) -> ImportReport:
         counts = {etype: dict.fromkeys(OUTCOMES, 0) for etype in ENTITY_TYPES}
         conflicts, skipped = [], []
@@ -290,7 +340,9 @@ class ImportReport(NamedTuple):
                 skipped.append(
                     {"type": SINGULAR[d.entity_type], "id": d.entity_id, "reason": d.reason}
                 )
-        return cls(counts, conflicts, skipped, masked, written, dry_run, on_conflict)
+        return cls(
+            counts, conflicts, skipped, masked, written, dry_run, on_conflict, normalised or {}
+        )
 
     def as_json(self) -> dict[str, Any]:
         """The report as `kindling import --json` prints it."""
@@ -302,6 +354,7 @@ class ImportReport(NamedTuple):
             "masked": self.masked,
             "conflicts": self.conflicts,
             "skipped": self.skipped,
+            "normalised": self.normalised,
         }
         if self.stopped is not None:
             out["stopped"] = self.stopped
@@ -328,6 +381,9 @@ class ImportReport(NamedTuple):
         if self.skipped:
             out += ["", "Skipped:"]
             out += [f"  {s['type']} {s['id']}: {s['reason']}" for s in self.skipped]
+        if self.normalised:
+            out += ["", "Read from the original Kindling's shape:"]
+            out += [f"  {n:>5}  {what}" for what, n in self.normalised.items()]
         if self.masked:
             n = self.masked
             verb = "would be" if self.dry_run else ("was" if n == 1 else "were")
@@ -356,12 +412,18 @@ def import_bundle(
     """
     dataset = source if isinstance(source, Dataset) else parse_bundle(source)
     del source  # bytes given here are no longer needed once parsed
+    normalised = dict(dataset.normalised)
+    if normalised:  # the original's bundle: say how many forgotten members its capsules list
+        absent = _absent_members(memory.store, dataset, _ids(dataset))
+        if absent:
+            normalised[ABSENT_MEMBERS] = absent
     stage = progress("Checking", len(dataset)) if progress else None
     decisions = plan_import(memory.store, dataset, on_conflict=on_conflict, progress=stage)
     del dataset
+    options = {"dry_run": dry_run, "on_conflict": on_conflict, "normalised": normalised}
     to_write = sum(1 for d in decisions if d.write is not None)
     if dry_run or not to_write:
-        return ImportReport.from_decisions(decisions, dry_run=dry_run, on_conflict=on_conflict)
+        return ImportReport.from_decisions(decisions, **options)
     stage = progress("Writing", to_write) if progress else None
     try:
         decisions = apply_plan(memory.store, decisions, on_conflict=on_conflict, progress=stage)
@@ -369,7 +431,7 @@ def import_bundle(
         with contextlib.suppress(sqlite3.Error, KindlingError):
             memory.sync()  # what was written is searchable at once, as on success
         raise
-    report = ImportReport.from_decisions(decisions, dry_run=dry_run, on_conflict=on_conflict)
+    report = ImportReport.from_decisions(decisions, **options)
     del decisions  # the index sync reads the files back; the bundle need not stay in memory
     memory.sync()
     return report

@@ -14,7 +14,7 @@ import sys
 import click
 import orjson
 
-from kindling import __version__
+from kindling import DISTRIBUTION, __version__
 from kindling.errors import KindlingError
 
 # command name -> "module:attribute" under kindling.cli
@@ -93,7 +93,7 @@ class LazyGroup(click.Group):
     envvar="KINDLING_STORE",
     help="The store directory itself (default: nearest .kindling/ upwards; env KINDLING_STORE).",
 )
-@click.version_option(__version__, prog_name="kindling")
+@click.version_option(__version__, package_name=DISTRIBUTION, message="%(package)s %(version)s")
 @click.pass_context
 def cli(ctx: click.Context, store: str | None) -> None:
     """Kindling: local, git-committable memory for AI coding agents.

@@ -72,20 +72,29 @@ def browse_cmd(ctx: click.Context, output: str | None, open_: bool | None) -> No
 
 
 @click.command("mcp")
+@click.option(
+    "--store",
+    "stores",
+    multiple=True,
+    metavar="DIR",
+    help="A store to serve; repeat for several (tools take `store` to pick one).",
+)
 @click.pass_context
-def mcp_cmd(ctx: click.Context) -> None:
-    """Serve the store to MCP clients over stdio (needs kindling[mcp]).
+def mcp_cmd(ctx: click.Context, stores: tuple[str, ...]) -> None:
+    """Serve memory to MCP clients over stdio (needs kindling-memory[mcp]).
 
-    Tools: search, log, pin, forget, capsule_open, capsule_close, show.
+    Tools: context, search, recent, get, log, capsule_open, capsule_close, pin, unpin,
+    forget. Several --store options serve several stores; the first is the default.
 
     \b
     Example:
       claude mcp add kindling -- kindling mcp
-      kindling --store .kindling mcp
+      kindling mcp --store ~/work/api/.kindling --store ~/work/web/.kindling
     """
     from kindling.agents.mcp_server import serve
 
-    serve(ctx.find_root().obj["store"])
+    root = ctx.find_root().obj["store"]
+    serve(list(stores) or ([root] if root else []))
 
 
 @click.command("hook")
@@ -94,9 +103,13 @@ def mcp_cmd(ctx: click.Context) -> None:
 def hook_cmd(ctx: click.Context, event: str) -> None:
     """Record a Claude Code hook EVENT from the JSON on stdin; never fails the agent.
 
-    EVENT is SessionStart, UserPromptSubmit, PostToolUse, PostToolUseFailure, Stop,
-    PreCompact or SessionEnd. SessionStart prints the context block as hook JSON.
-    Problems are one line on stderr, exit status 0, and nothing recorded.
+    EVENT is any Claude Code hook event: SessionStart (prints the context block),
+    UserPromptSubmit (prints memories recalled for the prompt), PostToolUse,
+    PostToolUseFailure, Notification, Stop, SubagentStop, PreCompact, PostCompact,
+    SessionEnd (closes the session's capsule with a summary); others are accepted and
+    ignored. The original Kindling plugin's names work too (session-start, post-tool-use,
+    ...; `kindling-hook EVENT` is the same command). Problems are one line on stderr, exit
+    status 0, and shown by `kindling status`.
 
     \b
     Example:
@@ -114,3 +127,10 @@ def hook_cmd(ctx: click.Context, event: str) -> None:
         click.echo(result.stdout)  # for the agent, not a terminal: kept exact
     if result.message:
         notice(result.message)
+
+
+def hook_main() -> None:
+    """The `kindling-hook EVENT` command: `kindling hook EVENT` under the original's name."""
+    from kindling.cli import cli
+
+    cli.main(["hook", *sys.argv[1:]], prog_name="kindling-hook")

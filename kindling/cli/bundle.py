@@ -19,12 +19,24 @@ from kindling.cli.format import echo
 
 
 @click.command("export")
+@click.argument(
+    "file", metavar="[FILE]", required=False, type=click.Path(dir_okay=False, allow_dash=True)
+)
 @click.option(
     "-o",
     "--output",
     metavar="FILE",
     type=click.Path(dir_okay=False, allow_dash=True),
-    help="Write the bundle to FILE (atomically) instead of stdout.",
+    help="Write the bundle to FILE (atomically); the same as giving FILE.",
+)
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(["kindling", "original"]),
+    default="kindling",
+    show_default=True,
+    help="kindling: this format (formats.txt); original: what the original Kindling "
+    "(TypeScript or Rust) imports.",
 )
 @scope_options
 @click.option(
@@ -33,18 +45,28 @@ from kindling.cli.format import echo
     help="Also export forgotten observations as tombstones, so the forget travels too.",
 )
 @click.pass_context
-def export_cmd(ctx, output, include_redacted, **scope_kwargs) -> None:
-    """Write the store (or one scope of it) as a bundle to stdout or FILE.
+def export_cmd(ctx, file, output, format_, include_redacted, **scope_kwargs) -> None:
+    """Write the store (or one scope of it) as a bundle to FILE, or stdout (absent or -).
+
+    The FILE's folder must exist; the file itself is replaced atomically.
 
     \b
     Example:
-      kindling export -o memory.json
+      kindling export memory.json
       kindling export --repo my-project | gzip > memory.json.gz
+      kindling export --format original -o for-the-original.json
     """
     from kindling.bundle.export import describe
 
+    if file is not None and output is not None and file != output:
+        raise click.UsageError("give the output file once: as FILE or with -o, not both")
+    output = output if output is not None else file
     memory = open_memory(ctx)
-    options = {"scope": scope_from(scope_kwargs), "include_redacted": include_redacted}
+    options = {
+        "scope": scope_from(scope_kwargs, memory),
+        "include_redacted": include_redacted,
+        "format": format_,
+    }
     with progress_bars() as progress:
         if output and output != "-":
             report = memory.export(output, progress=progress, **options)

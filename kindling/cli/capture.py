@@ -41,8 +41,13 @@ def _report(written, json_: bool) -> None:
     is_flag=True,
     help="Also add Kindling's hooks to the project's .claude/settings.json.",
 )
+@click.option(
+    "--local",
+    is_flag=True,
+    help="With --claude-code: write .claude/settings.local.json (not committed) instead.",
+)
 @click.pass_context
-def init_cmd(ctx: click.Context, path: str | None, claude_code: bool) -> None:
+def init_cmd(ctx: click.Context, path: str | None, claude_code: bool, local: bool) -> None:
     """Create a store: PATH/.kindling (default: the git work tree's top, else here).
 
     In a git work tree it also routes entity files to Kindling's merge driver
@@ -52,6 +57,7 @@ def init_cmd(ctx: click.Context, path: str | None, claude_code: bool) -> None:
     Example:
       kindling init
       kindling init --claude-code
+      kindling init --claude-code --local
       kindling --store /tmp/scratch-memory init
     """
     from kindling.git import setup as gitsetup
@@ -60,6 +66,8 @@ def init_cmd(ctx: click.Context, path: str | None, claude_code: bool) -> None:
     store = ctx.find_root().obj["store"]
     if store is not None and path is not None:
         raise click.UsageError("give either --store or PATH, not both")
+    if local and not claude_code:
+        raise click.UsageError("--local goes with --claude-code")
     root = Memory.init(path, store=store).store.root
     echo(f"Kindling store ready at {root}")
     gitsetup.install_gitattributes(root)
@@ -72,7 +80,7 @@ def init_cmd(ctx: click.Context, path: str | None, claude_code: bool) -> None:
     if claude_code:
         from kindling.agents.claude_settings import install_claude_code_hooks
 
-        settings = install_claude_code_hooks(repo or root.parent)
+        settings = install_claude_code_hooks(repo or root.parent, local=local)
         echo(f"Claude Code hooks written to {settings}")
 
 

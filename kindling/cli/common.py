@@ -62,22 +62,39 @@ def json_option(func):
 
 
 def normalize_repo(value: str) -> str:
-    """A --repo value that is a path (`.`, or holding `/`) becomes that directory's name."""
-    if value in (".", "..") or "/" in value or os.sep in value:
+    """A --repo value written as a path (`.`, `./x`, `/x`, `~/x`) becomes that directory's name.
+
+    Anything else is a stored repoId, taken verbatim (`github.com/acme/api` included).
+    """
+    if value in (".", "..") or value.startswith(("./", "../", "/", "~", os.sep, "." + os.sep)):
         path = os.path.abspath(os.path.expanduser(value))
         name = os.path.basename(path.rstrip(os.sep))
         return name or value
     return value
 
 
-def scope_from(kwargs: dict[str, Any]) -> dict[str, str]:
-    """Take the scope options out of a command's kwargs as a scopeIds dict."""
+def scope_from(kwargs: dict[str, Any], memory=None) -> dict[str, str]:
+    """Take the scope options out of a command's kwargs as a scopeIds dict.
+
+    For a filter over `memory`, a path-like --repo that entities carry verbatim (the original
+    Kindling records the absolute working directory) selects that id as given.
+    """
     scope = {}
     for name, key in SCOPE_OPTIONS.items():
         value = kwargs.pop(name, None)
-        if value is not None:
-            scope[key] = normalize_repo(value) if name == "repo" else value
+        if value is None:
+            continue
+        if name == "repo" and not (memory is not None and _carried(memory, value)):
+            value = normalize_repo(value)
+        scope[key] = value
     return scope
+
+
+def _carried(memory, repo: str) -> bool:
+    """True when `repo` differs from its rewrite and some entity carries it as its repoId."""
+    if normalize_repo(repo) == repo:
+        return False
+    return memory.scope_in_use({"repoId": repo})
 
 
 def open_memory(ctx: click.Context):

@@ -61,7 +61,7 @@ def list_cmd(ctx, entity_type, kinds, limit, include_expired, json_, **scope_kwa
         raise click.UsageError("--kind applies to observations only")
     items = memory.list(
         entity_type,
-        scope=scope_from(scope_kwargs),
+        scope=scope_from(scope_kwargs, memory),
         kinds=list(kinds) or None,
         limit=limit,
         include_expired=include_expired,
@@ -80,7 +80,7 @@ def list_cmd(ctx, entity_type, kinds, limit, include_expired, json_, **scope_kwa
 @json_option
 @click.pass_context
 def status_cmd(ctx, json_) -> None:
-    """Show the store's path, counts by type, open capsules and problem files.
+    """Show the store's path, counts, open capsules, problem files and agent capture.
 
     \b
     Example:
@@ -105,3 +105,25 @@ def status_cmd(ctx, json_) -> None:
         echo(f"Problem files ({len(info['problems'])}):")
         for p in info["problems"]:
             echo(f"  {p['path']}: {p['reason']}")
+    for line in capture_lines(info["capture"]):
+        echo(line)
+
+
+def capture_lines(capture: dict) -> list[str]:
+    """The agent-capture part of `kindling status`: last capture per event, errors, unknowns."""
+    from kindling.cli.format import format_time
+
+    if not (capture["events"] or capture["errors"] or capture["unknownEvents"]):
+        return ["Agent capture: no hook has run yet."]
+    lines = ["Agent capture (last run per hook event):"]
+    for event, seen in sorted(capture["events"].items(), key=lambda kv: -kv[1].get("at", 0)):
+        what = f" -> {seen['recorded']}" if seen.get("recorded") else ""
+        lines.append(f"  {event}: {format_time(seen['at'])}, {seen['count']} run(s){what}")
+    if capture["errors"]:
+        lines.append(f"Hook errors (last {len(capture['errors'])}):")
+        for error in capture["errors"]:
+            lines.append(f"  {format_time(error['at'])} {error['message']}")
+    if capture["unknownEvents"]:
+        names = ", ".join(f"{n} ({v['count']})" for n, v in capture["unknownEvents"].items())
+        lines.append(f"Unknown hook events seen (ignored): {names}")
+    return lines

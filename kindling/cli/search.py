@@ -57,7 +57,7 @@ def search_cmd(ctx, query, kinds, since, max_results, max_tokens, json_, **scope
     text = " ".join(query)
     result = memory.search(
         text,
-        scope=scope_from(scope_kwargs),
+        scope=scope_from(scope_kwargs, memory),
         kinds=list(kinds) or None,
         since=since,
         max_results=max_results,

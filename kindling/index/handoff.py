@@ -23,7 +23,6 @@ recorded only while a watcher holds the lock, and with the same racy rule as fil
 
 from __future__ import annotations
 
-import fcntl
 import os
 import sqlite3
 import time
@@ -31,7 +30,7 @@ from pathlib import Path
 
 import orjson
 
-from kindling.fileio import open_regular
+from kindling import platform
 from kindling.index import schema
 from kindling.model import ENTITY_TYPES
 
@@ -125,21 +124,7 @@ def watcher_alive(lock_path: Path | None) -> bool:
     """True when some process holds the watcher's lock."""
     if lock_path is None:
         return False
-    try:
-        fd = open_regular(lock_path, follow_symlinks=False)  # a FIFO here must not hang reads
-    except OSError:
-        return False
-    if fd is None:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)  # also releases the shared lock when it was granted
-    return False
+    return platform.held_by_other(lock_path)
 
 
 def watcher_caught_up(state: object, lock_path: Path | None) -> bool:

@@ -50,6 +50,9 @@ class SyncPlan:
     changed: list[tuple[str, str, os.stat_result]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     folders: dict[str, tuple[int, int | None] | None] = field(default_factory=dict)
+    # The fan-out folders walked, or None for the whole store: only their problem files
+    # were counted in `walked`.
+    within: set[str] | None = None
 
 
 class RowCounts(NamedTuple):
@@ -126,7 +129,7 @@ class Syncer:
         self, moved: set[str], type_dirs: dict[str, int | None] | None = None
     ) -> SyncReport:
         """Reconcile only these fan-out folders (`<type>/<xx>`) with their recorded rows."""
-        plan = SyncPlan(time.time_ns())
+        plan = SyncPlan(time.time_ns(), within=set())
         dirs: dict[str, int | None] = dict(type_dirs or {})
         objects = self.paths.objects
         for rel_folder in sorted(moved):
@@ -142,6 +145,7 @@ class Syncer:
                 dirs[rel_folder], path = None, None  # gone, or never a folder
             else:
                 dirs[rel_folder] = st.st_mtime_ns
+            plan.within.add(rel_folder)
             recorded = self._recorded_folders("WHERE path = ?", (rel_folder,))
             self._scan_folder(plan, rel_folder, path, recorded.get(rel_folder))
         return self._reconcile(plan, dirs, full=False)
@@ -185,7 +189,7 @@ class Syncer:
         dirs_moved = dirs is not None and handoff.dirs_differ(self.conn, dirs, t0)
         if not plan.changed and not plan.removed and not plan.folders and not dirs_moved:
             problems = self.problems()
-            quiet = len(problems) if full else self._problems_among(problems, ())
+            quiet = self._walked_problems(problems, plan.within, ())
             return SyncReport(unchanged=plan.walked - quiet, problems=problems)
         hashes = self._recorded_hashes([c[0] for c in plan.changed])
         reads = []
@@ -205,10 +209,7 @@ class Syncer:
                 self._sweep()
         problems = self.problems()
         changed_rels = {c[0] for c in plan.changed}
-        if full:
-            quiet = len(problems) - self._problems_among(problems, changed_rels, only=True)
-        else:
-            quiet = self._problems_among(problems, changed_rels)
+        quiet = self._walked_problems(problems, plan.within, changed_rels)
         unchanged = plan.walked - len(plan.changed) - quiet + counts.same
         return SyncReport(counts.added, counts.updated, counts.removed, unchanged, problems)
 
@@ -223,10 +224,11 @@ class Syncer:
                     (rel_folder, *record),
                 )
 
-    def _problems_among(self, problems: list[Problem], rels, *, only: bool = False) -> int:
-        """Problem files not among `rels` (or, with only=True, among them)."""
-        rel_of = self.paths.rel_of_abspath
-        return sum(1 for p in problems if (rel_of(p.path) in rels) == only)
+    def _walked_problems(self, problems: list[Problem], within: set[str] | None, changed) -> int:
+        """Problem files this sync walked (in `within`, or anywhere if None) but did not change."""
+        rels = [self.paths.rel_of_abspath(p.path) for p in problems]
+        walked = [r for r in rels if within is None or r.rpartition("/")[0] in within]
+        return sum(r not in changed for r in walked)
 
     def apply(self, reads: list[FileRead], removed: list[str]) -> RowCounts:
         """Write row changes inside the caller's transaction."""

@@ -11,19 +11,17 @@ reconcile instead. The hand-off to readers follows the contract in kindling.inde
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
-import signal
 import sqlite3
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kindling import platform
 from kindling.errors import KindlingError
-from kindling.fileio import inode_of, read_regular
+from kindling.fileio import SAFE_OPEN_FLAGS, inode_of, is_regular_fd, read_regular
 from kindling.store import Store
 from kindling.watch.source import ChangeSource, GitHead, relative, relevant, watchfiles_source
 
@@ -282,22 +280,23 @@ class Watcher:
     def _take_lock(self) -> None:
         path = self.index.watch_lock_path
         # Never through a symlink, never waiting on a FIFO someone put in its place.
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | SAFE_OPEN_FLAGS, 0o644)
+        if not is_regular_fd(fd):
             os.close(fd)
             raise KindlingError(f"{path} is not a regular file; remove it and start again")
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                platform.lock(fd, blocking=False)
                 break
-            except BlockingIOError:
+            except platform.LockBusy:
                 if time.monotonic() >= deadline:
                     os.close(fd)
                     raise KindlingError(self._refusal(path)) from None
                 time.sleep(0.02)
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, f"{os.getpid()}\n".encode())
         if self._lock_fd is not None:
             os.close(self._lock_fd)
         self._lock_fd = fd
@@ -355,11 +354,8 @@ def run_until_signalled(watcher: Watcher) -> None:
         if again or watcher.interruptible:
             raise Stopped
 
-    previous = {sig: signal.signal(sig, handle) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        watcher.run(stop)
-    except Stopped:
-        pass
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+    with platform.on_stop_signals(handle):
+        try:
+            watcher.run(stop)
+        except Stopped:
+            pass

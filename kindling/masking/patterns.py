@@ -1,0 +1,251 @@
+"""The regular expressions and word lists that recognise secrets, compiled once on import.
+
+Every pattern is linear in the text: each starts with a literal or a narrow character class,
+repeats only classes that cannot overlap what follows, and bounds any look across a line
+(`{0,200}`), so no input makes the engine backtrack for long.
+"""
+
+from __future__ import annotations
+
+import re
+
+MASK = "[REDACTED]"  # what a secret is replaced with
+
+# A name holds a credential when it ends in one of these words: GITHUB_TOKEN, db_password,
+# apiKey, aws_secret_access_key, AccountKey. The short or common words must start a word so
+# that `oauth`, `OLDPWD` and `preauthorization` are not taken for credentials.
+KEY_WORDS = (
+    "password",
+    "passwd",
+    "passphrase",
+    "secret",
+    "token",
+    "credentials",
+    "amz-signature",
+    *(f"{word}{joint}key" for word in ("api", "access", "secret", "private") for joint in "_-"),
+    "apikey",
+    "accesskey",
+    "accountkey",
+    "secretkey",
+    "privatekey",
+)
+WORD_START_KEY_WORDS = ("authorization", "auth", "pwd")
+# `pass` and `pw` are keys only inside a longer name (DB_PASS, smtp-pass, userPass) or in
+# lower case on their own (`pass: x`): `PASS: test_login` and `--- PASS:` are test results.
+_SHORT_KEYS_REVERSED = (
+    r"(?:ssap|wp)(?=[_.-][A-Za-z0-9])"
+    r"|(?-i:ssaP|wP|SSAP|WP)(?=[a-z0-9])"
+    r"|(?-i:ssap|wp)(?![A-Za-z0-9_-])"
+)
+
+
+def _alternation(words: tuple[str, ...], reverse: bool = False) -> str:
+    # Longest first, so that `secret_key` is tried before `secret`.
+    ordered = sorted((w[::-1] if reverse else w for w in words), key=len, reverse=True)
+    return "|".join(re.escape(w) for w in ordered)
+
+
+_KEY = (
+    rf"(?:{_alternation(KEY_WORDS)}"
+    rf"|(?<![A-Za-z0-9])(?:{_alternation(WORD_START_KEY_WORDS)})"
+    r"|(?<![A-Za-z0-9])(?:pass|pw)|(?<=[a-z0-9])(?-i:Pass|Pw))"
+)
+# A whole name (a JSON key, an option) that ends in a credential word; `bypass`, `tokens`
+# and `token_count` do not.
+CREDENTIAL_KEY = re.compile(rf"{_KEY}\Z", re.IGNORECASE)
+
+# The auth scheme in `Authorization: Bearer <value>` stays readable; only the value is masked.
+SCHEME = r"(?:(?:Bearer|Basic|Token|Bot|Digest|Negotiate|NTLM)[ \t]+)?"
+
+# Already-masked values match first so that they are left alone and not counted again.
+# A bare value may not start with `=`, `:` or `>`, which would make `token == x`,
+# `Token::new` and `token => x` look like assignments of `= x`, `:new` and `> x`, nor with
+# an opening bracket: `token: { exp: number }` is a type, `token = (a, b)` a tuple.
+VALUE = (
+    r"(?:(?P<masked>(?-i:\[REDACTED\]))"
+    r'|"(?P<dq>(?:[^"\\\n]|\\.)*)"?'
+    r"|'(?P<sq>(?:[^'\\\n]|\\.)*)'?"
+    r'|\\"(?P<eq>[^"\\\n]*)'
+    r"|(?P<bare>[^\s\"'`,;&)\]}=:>{(\[][^\s\"'`,;&)\]}]*))"
+)
+
+# `api_key=...`, `"password": "..."`, `Authorization: Bearer ...`. The reversed text is
+# searched from each `=` or `:` back to a key (and the `"` or `\"` closing a JSON key): a
+# pattern that starts with one literal character is found by a fast scan, while a forward
+# search for the keys would stop at every letter that starts one of them.
+_KEY_LAST_LETTERS = "".join(sorted({w[-1] for w in KEY_WORDS + WORD_START_KEY_WORDS} | {"s", "w"}))
+_KEY_REVERSED = (
+    rf"[ \t]*[\"']?\\?(?=[{_KEY_LAST_LETTERS}])"
+    rf"(?:{_alternation(KEY_WORDS, reverse=True)}"
+    rf"|(?:{_alternation(WORD_START_KEY_WORDS, reverse=True)})(?![A-Za-z0-9])"
+    rf"|{_SHORT_KEYS_REVERSED})"
+)
+SEPARATORS_REVERSED = tuple(re.compile(sep + _KEY_REVERSED, re.IGNORECASE) for sep in "=:")
+ASSIGNED_VALUE = re.compile(rf"[ \t]*{SCHEME}{VALUE}", re.IGNORECASE)
+# What follows a separator when the value is on the next line: `password:` then an indented
+# line, `TOKEN=\` then a line, or a YAML block scalar `secret: |`.
+LINE_END = re.compile(r"[ \t]*(?P<cont>\\)?(?:\r?\n|\Z)")
+BLOCK_SCALAR = re.compile(r"[ \t]*[|>][+-]?[0-9]?[ \t]*(?:\r?\n|\Z)")
+NEXT_LINE_VALUE = re.compile(r"(?P<indent>[ \t]*)(?P<value>[^\s#\-{\[][^\s]*)[ \t]*(?:\r?\n|\Z)")
+
+# `--password hunter2`, `--github-token ghp_...`; whether the option names a credential is
+# checked on the name afterwards, which is cheaper than trying every key inside the pattern.
+FLAG = re.compile(
+    rf"--(?<![A-Za-z0-9_-]--)(?P<name>[A-Za-z][A-Za-z0-9_-]*)[ \t]+(?!-){SCHEME}{VALUE}",
+    re.IGNORECASE,
+)
+# Short options that take a password only in the commands that define them so: `-p` is a
+# port for ssh and "parents" for mkdir. mysql reads `-pPASS` attached; a lone `-p` prompts.
+_SHORT_VALUE = (
+    r"(?:'(?P<sq>[^'\n]*)'|\"(?P<dq>[^\"\n]*)\""
+    r"|(?P<bare>[^\s\"'`,;&)\]}=:>{(\[-][^\s\"'`,;&)\]}]*))"
+)
+# The password option after a registry login: found from the literal word `login`, then
+# the command before it and the option after it are checked. (`twine upload -p` carries a
+# PyPI token, which the token pattern finds anywhere.)
+LOGIN_WORD = re.compile(r"login\b")
+LOGIN_COMMAND = re.compile(
+    r"(?<![A-Za-z0-9_-])(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry)[ \t]+\Z"
+)
+LOGIN_PASSWORD = re.compile(r"[^\n;|&]{0,200}?[ \t]-p(?:[ \t]+|(?=[^\s-]))" + _SHORT_VALUE)
+SSHPASS = re.compile(r"sshpass\b[^\n;|&]{0,100}?[ \t]-p[ \t]*" + _SHORT_VALUE)
+MYSQL = tuple(
+    re.compile(
+        rf"{name}(?<![A-Za-z0-9_-]{name})(?:dump|admin|import|check|-dump)?\b"
+        r"[^\n;|&]{0,200}?[ \t]-p" + _SHORT_VALUE
+    )
+    for name in ("mysql", "mariadb")
+)
+# `curl -u user:password` and `--user 'user:password'`: only the password goes.
+CURL_USER = re.compile(
+    r"curl\b[^\n;|&]{0,300}?[ \t](?:-u|--user)(?:[ \t]*|=)(?P<q>['\"]?)[^\s:'\"]*:"
+    r"(?P<secret>[^\s'\"`]+)"
+)
+
+# The whole block, or everything after an unterminated BEGIN line: a partial key is a key.
+PEM = re.compile(
+    r"-----BEGIN (?P<label>(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----"
+    r"[\s\S]*?(?:-----END (?P=label)-----|\Z)"
+)
+# An END line whose BEGIN was cut off: the base64 lines above it are found by walking back.
+PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
+PEM_LINE = re.compile(r"[A-Za-z0-9+/=]+")
+PEM_TAIL = re.compile(r"[A-Za-z0-9+/=]{16,}\Z")
+
+# `scheme://user:password@host`; the password runs to the last `@` before the path.
+URL_CREDENTIALS = re.compile(r"://[^\s/?#@:\"'<>]*:(?P<secret>[^\s/?#\"'<>]+)@")
+SLACK_WEBHOOK = re.compile(
+    r"hooks\.slack\.com/services/(?P<secret>T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+)"
+)
+# Each starts with its literal prefix and checks the character before it afterwards, so it
+# is found by a fast substring search.
+_B = r"(?![A-Za-z0-9_-])"
+KNOWN_TOKENS = (
+    re.compile(r"sk-(?<![A-Za-z0-9_-]sk-)[A-Za-z0-9_-]{16,}"),
+    re.compile(r"xox(?<![A-Za-z0-9_-]xox)[abposr]-[A-Za-z0-9-]{10,}"),
+    re.compile(r"xapp-(?<![A-Za-z0-9_-]xapp-)[A-Za-z0-9-]{10,}"),
+    re.compile(r"gh(?<![A-Za-z0-9_-]gh)[pousr]_[A-Za-z0-9]{20,}"),
+    re.compile(r"github_pat_(?<![A-Za-z0-9_-]github_pat_)[A-Za-z0-9_]{20,}"),
+    re.compile(r"AKIA(?<![A-Za-z0-9]AKIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    re.compile(r"ASIA(?<![A-Za-z0-9]ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    re.compile(r"whsec_(?<![A-Za-z0-9_-]whsec_)[A-Za-z0-9]{20,}"),
+    re.compile(r"AIza(?<![A-Za-z0-9_-]AIza)[A-Za-z0-9_-]{35}" + _B),
+    re.compile(r"glpat-(?<![A-Za-z0-9_-]glpat-)[A-Za-z0-9_-]{20,}"),
+    re.compile(r"hf_(?<![A-Za-z0-9_-]hf_)[A-Za-z0-9]{30,}" + _B),
+    re.compile(r"npm_(?<![A-Za-z0-9_-]npm_)[A-Za-z0-9]{36}" + _B),
+    re.compile(r"pypi-(?<![A-Za-z0-9_-]pypi-)AgE[A-Za-z0-9_-]{50,}"),
+    re.compile(r"SG\.(?<![A-Za-z0-9_.-]SG\.)[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + _B),
+    # A JWT: base64url of `{"` twice (header and payload), then a signature that may be empty.
+    re.compile(r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
+)
+# Stripe secret and restricted keys: found from `k_live_`/`k_test_`, the `s` or `r` before
+# it is checked afterwards.
+STRIPE = re.compile(r"k_(?:live|test)_[A-Za-z0-9]{16,}")
+# Discord: base64 of the numeric bot id, a 6-character timestamp, then the HMAC. The middle
+# is searched (it starts with a literal dot), then the id part is checked before it.
+DISCORD_TAIL = re.compile(r"\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}" + _B)
+DISCORD_HEAD = re.compile(r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\Z")
+# Telegram: the bot's numeric id, a colon, then 35 characters starting with "AA".
+TELEGRAM = re.compile(r":AA[A-Za-z0-9_-]{33}" + _B)
+TELEGRAM_ID = re.compile(r"(?<![0-9])[0-9]{8,10}\Z")  # also in a URL: `/bot<id>:AA...`
+
+# A bare AWS secret access key has no prefix: it counts next to its AKIA id or after the
+# label `aws configure` prints (`AWS Secret Access Key [None]: `). Both letter cases are
+# required, which keeps out hex digests.
+AWS_KEY_IDS = tuple(
+    re.compile(prefix + rf"(?<![A-Za-z0-9]{prefix})[A-Z0-9]{{16}}(?![A-Za-z0-9])")
+    for prefix in ("AKIA", "ASIA")
+)
+AWS_SECRET = re.compile(
+    r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[A-Z])"
+    r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+)
+AWS_NEAR = 200
+AWS_SECRET_LABEL = re.compile(
+    r"AWS Secret Access Key(?: \[[^\]\n]{0,40}\])?:[ \t]*(?P<secret>[A-Za-z0-9/+]{40})"
+)
+
+# A standalone `Bearer <value>` is masked only when the value looks like a token (a digit,
+# or 20+ characters), so prose such as "send the Bearer token" stays as written.
+BEARER = re.compile(
+    r"Bearer(?<![A-Za-z0-9_-]Bearer)[ \t]+"
+    r"(?P<secret>(?=[A-Za-z0-9._~+/-]*[0-9]|[A-Za-z0-9._~+/-]{20})[A-Za-z0-9._~+/-]+=*)"
+)
+BASIC = re.compile(
+    r"Basic(?<![A-Za-z0-9_-]Basic)[ \t]+(?P<secret>[A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])"
+)
+# Quoted content that is a mask plus the line breaks around it, as a PEM block leaves it.
+MASK_ONLY = re.compile(r"(?:\s|\\[nrt])*\[REDACTED\](?:\s|\\[nrt])*")
+
+# Values that are code, not secrets: a reference to a variable or a template, a call, a
+# subscript, an attribute path, a type, a placeholder.
+REFERENCE = re.compile(r"\$[A-Za-z_{(]|\{\{|%[A-Za-z_][A-Za-z0-9_]*%|<[^<>\n]{1,60}>")
+DOTTED_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+")
+CALL = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.]*[(\[]")
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+NAME_CHARS = re.compile(r"[A-Za-z0-9_.-]*")
+PLACEHOLDER = re.compile(r"\.{3,}|\*{3,}|[xX]{3,}|…")
+# Counts, ratios and durations: `refresh_token: 3 failed`, `pass: 12/12`, `auth: 35ms`.
+SHORT_NUMBER = re.compile(r"[0-9]{1,3}(?:/[0-9]{1,5})?|[0-9]+(?:\.[0-9]+)?(?:ms|s|%)")
+PATH = re.compile(r"(?:~|\.{1,2})?(?:/[A-Za-z0-9_.@-]+)+/?")
+FILE_SUFFIX = re.compile(r"\.[a-z]{2,5}\Z")
+SCHEME_ONLY = re.compile(r"(?:bearer|basic|token|bot)\s*", re.IGNORECASE)
+NOT_SECRETS = frozenset(
+    (
+        "true",
+        "false",
+        "null",
+        "none",
+        "nil",
+        "undefined",
+        "str",
+        "string",
+        "int",
+        "bool",
+        "bytes",
+        "number",
+        "boolean",
+        "any",
+        "unknown",
+        "object",
+        "float",
+        "void",
+        "secretstr",
+        "await",
+        "new",
+        "yield",
+        "function",
+        "lambda",
+        "async",
+        "self",
+        "this",
+        "typeof",
+        "require",
+        "not",
+        "include",
+        "omit",
+        "same-origin",
+        "required",
+        "optional",
+    )
+)
