@@ -179,7 +179,7 @@ def test_finding_01_far_future_timestamps_never_crash_list_search_or_session_sta
 
 
 def test_finding_01_time_formatting_never_raises():
-    from kindling.agents.hooks import _when
+    from kindling.agents.payload import when as _when
     from kindling.bundle.format import iso_utc
     from kindling.cli.format import entity_line, format_time
 
