@@ -285,6 +285,24 @@ def test_finding_04_fifo_at_claude_settings_never_hangs(tmp_path):
         signal.signal(signal.SIGALRM, previous)
 
 
+def test_finding_04_fifo_at_git_config_or_hook_activity_never_hangs(tmp_path):
+    project = tmp_path / "acme"
+    (project / ".git").mkdir(parents=True)
+    os.mkfifo(project / ".git" / "config")
+    store_dir = Memory.init(project).store.root
+    os.mkfifo(store_dir / "index.sqlite-hooks.json")
+    assert proc(store_dir, "status").returncode == 0
+    payload = {"session_id": "s1", "cwd": str(project), "hook_event_name": "SessionStart"}
+    result = run_kindling(
+        "hook",
+        "SessionStart",
+        input=json.dumps(payload).encode(),
+        cwd=project,
+        timeout=HANG_TIMEOUT,
+    )
+    assert result.returncode == 0
+
+
 # ---------------------------------------------------------------- 5. index damage recovery
 
 
