@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kindling import canonical
 from kindling.errors import KindlingError
 from kindling.fileio import read_regular
 from kindling.git.setup import git, require_repo
+
+if TYPE_CHECKING:
+    from kindling.store import Store
 
 
 class Unmerged(NamedTuple):
@@ -169,7 +172,7 @@ def _is_open_session(entity: dict) -> bool:
     )
 
 
-def _one_open_session(store, capsule: dict, data: bytes, lines: list[str]) -> bytes:
+def _one_open_session(store: Store, capsule: dict, data: bytes, lines: list[str]) -> bytes:
     """Keep a session to one open session capsule after a resolve.
 
     While the capsule's file held conflict markers nobody could see it open, so the session
