@@ -427,6 +427,15 @@ def test_bad_input_records_nothing_and_never_fails(project, tmp_path, event, bod
     assert not list((project / ".kindling" / "objects").rglob("*.json"))
 
 
+@pytest.mark.parametrize("body", [b"", b"not json {", b"[1, 2]"])
+def test_malformed_payloads_show_in_status(project, body):
+    assert hook("Stop", body, project).returncode == 0
+    status = run_kindling("status", cwd=project)
+    assert status.returncode == 0
+    errors = status.stdout.decode().split("Hook errors", 1)
+    assert len(errors) == 2 and "kindling hook Stop:" in errors[1]
+
+
 def test_no_store_is_reported_not_raised(tmp_path):
     lost = tmp_path / "no-store-here"
     lost.mkdir()

@@ -487,6 +487,12 @@ def test_kindling_hook_is_a_console_script():
     assert scripts["kindling"] == "kindling.cli:main"
 
 
+def test_kindling_hook_help_shows_its_own_usage(project):
+    result = kindling_hook_script("--help", b"", project)
+    assert result.returncode == 0
+    assert "Usage: kindling-hook [OPTIONS] EVENT" in result.stdout.decode()
+
+
 def test_every_original_hook_command_runs_and_records(project):
     from kindling.memory import Memory
 

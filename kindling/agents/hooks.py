@@ -12,6 +12,7 @@ line on stderr, exit status 0, and is kept for `kindling status`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import NamedTuple
 
@@ -186,12 +187,13 @@ def handle(memory, event: str, payload: dict) -> HookResult:
 
 def run_hook(event: str, data: bytes, store: str | None = None) -> HookResult:
     """Everything `kindling hook EVENT` does; never raises, problems become the message."""
+    from kindling.memory import Memory
+
     event = ALIASES.get(event, event)
     memory = None
+    payload: dict = {}
     try:
         payload = read_payload(data)
-        from kindling.memory import Memory
-
         memory = Memory(store, cwd=project_dir(payload))
         if event not in EVENTS:
             note_activity(memory.store, event, known=False)
@@ -210,7 +212,12 @@ def run_hook(event: str, data: bytes, store: str | None = None) -> HookResult:
     except Exception as exc:  # noqa: BLE001 - a hook must never break the agent
         detail = one_line(f"{type(exc).__name__}: {exc}", 300)
         message = f"kindling hook {event}: unexpected {detail}; nothing recorded"
-    if memory is not None:
+    # Claude Code never shows a hook's stderr: keep the problem for `kindling status`, even
+    # when the payload was too broken to say which project it came from (then: the cwd's).
+    with contextlib.suppress(Exception):
+        if memory is None:
+            memory = Memory(store, cwd=project_dir(payload))
         note_activity(memory.store, event, error=message, known=event in EVENTS)
+    if memory is not None:
         memory.close()
     return HookResult(message=message)

@@ -131,6 +131,7 @@ def hook_cmd(ctx: click.Context, event: str) -> None:
 
 def hook_main() -> None:
     """The `kindling-hook EVENT` command: `kindling hook EVENT` under the original's name."""
-    from kindling.cli import cli
+    import os
 
-    cli.main(["hook", *sys.argv[1:]], prog_name="kindling-hook")
+    store = os.environ.get("KINDLING_STORE")
+    hook_cmd.main(sys.argv[1:], prog_name="kindling-hook", obj={"store": store})

@@ -35,9 +35,16 @@ def merge_driver_cmd(base: str, ours: str, theirs: str, path: str | None, marker
     sides: list[bytes | None] = []
     for name in (base, ours, theirs):
         try:
-            sides.append(read_regular(name))
-        except OSError:
-            sides.append(None)
+            data = read_regular(name)
+        except OSError as exc:
+            data, reason = None, exc.strerror or exc
+        else:
+            reason = "no such file"
+        if data is None:
+            # git always hands over three files: a missing one is a misuse, not a merge.
+            echo(f"kindling merge-driver: cannot read {name}: {reason}", err=True)
+            sys.exit(1)
+        sides.append(data)
     try:
         result = merge_files(*sides, path=path, marker_size=marker_size)
         data, clean, conflicts = result.data, result.clean, result.conflicts
