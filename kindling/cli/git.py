@@ -39,7 +39,7 @@ def merge_driver_cmd(base: str, ours: str, theirs: str, path: str | None, marker
         except OSError as exc:
             data, reason = None, exc.strerror or exc
         else:
-            reason = "no such file"
+            reason = "No such file or directory"
         if data is None:
             # git always hands over three files: a missing one is a misuse, not a merge.
             echo(f"kindling merge-driver: cannot read {name}: {reason}", err=True)
