@@ -19,7 +19,7 @@ from kindling.capture import Capture, Written, check_kinds, check_scope
 from kindling.clock import now_ms
 from kindling.errors import KindlingError, ValidationError
 from kindling.lookup import Lookup
-from kindling.model import ENTITY_TYPES
+from kindling.model import ENTITY_TYPES, MAX_COUNT
 from kindling.progress import ProgressFactory
 from kindling.store import STORE_DIRNAME, Found, Store, default_init_root, locate
 
@@ -211,8 +211,14 @@ class Memory:
 
     def forget(self, observation_id: str) -> Written:
         """Redact an observation: the record stays, its content and provenance go."""
-        with self.batch():
-            return self._capture.forget(observation_id)
+        with self.batch(), self.index.scrubbing():
+            written, stray = self._capture.forget(observation_id)
+            if stray is not None:
+                try:
+                    self.index.recheck(stray)
+                except (sqlite3.Error, KindlingError):
+                    pass  # the file is gone; the next sync drops its row
+        return written
 
     # ------------------------------------------------------------ reading
 
@@ -231,6 +237,10 @@ class Memory:
             raise ValidationError(f"unknown entity type {entity_type!r}")
         check_kinds(kinds)
         scope = check_scope(scope)
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_COUNT
+        ):
+            raise ValidationError(f"limit must be an integer from 1 to {MAX_COUNT}")
         self.sync()
         if entity_type != "pins" or include_expired:
             return self.index.entities(

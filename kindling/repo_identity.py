@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
+from kindling.fileio import read_regular
+
 # ssh://, git://, http(s)://, file:// and any other scheme: scheme://[user[:pw]@]host[:port]/path
 _URL = re.compile(
     r"^[A-Za-z][A-Za-z0-9+.-]*://(?:[^@/]*@)?(?P<host>[^/:]*)(?::\d*)?(?P<path>/.*)?$"
@@ -81,7 +83,7 @@ def _git_dir(top: Path) -> Path | None:
     if dot_git.is_dir():
         return dot_git
     try:
-        text = dot_git.read_text(encoding="utf-8", errors="replace")
+        text = (read_regular(dot_git) or b"").decode("utf-8", "replace")
     except OSError:
         return None
     for line in text.splitlines():
@@ -93,9 +95,12 @@ def _git_dir(top: Path) -> Path | None:
 
 def _common_dir(git_dir: Path) -> Path:
     try:
-        common = (git_dir / "commondir").read_text(encoding="utf-8", errors="replace").strip()
+        raw = read_regular(git_dir / "commondir")
     except OSError:
         return git_dir
+    if raw is None:
+        return git_dir
+    common = raw.decode("utf-8", "replace").strip()
     path = Path(common)
     return path if path.is_absolute() else git_dir / path
 
@@ -133,7 +138,8 @@ def identify(path: str | os.PathLike) -> RepoIdentity:
     remote = None
     if git_dir is not None:
         try:
-            text = (_common_dir(git_dir) / "config").read_text(encoding="utf-8", errors="replace")
+            raw = read_regular(_common_dir(git_dir) / "config") or b""
+            text = raw.decode("utf-8", "replace")
         except OSError:
             text = ""
         url = origin_url(text)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kindling import platform
 from kindling.clock import now_ms
-from kindling.fileio import write_atomic
+from kindling.fileio import read_regular, write_atomic
 from kindling.store import Store
 
 KEEP_ERRORS = 10
@@ -31,7 +31,7 @@ def read_activity(store: Store) -> dict:
     """The hook activity report; empty sections when no hook has run or the file is unreadable."""
     empty: dict = {"events": {}, "errors": [], "unknownEvents": {}}
     try:
-        data = json.loads(activity_path(store).read_text(encoding="utf-8"))
+        data = json.loads(read_regular(activity_path(store)) or b"")
     except (OSError, ValueError):
         return empty
     if not isinstance(data, dict):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from kindling.errors import KindlingError
-from kindling.fileio import write_atomic
+from kindling.fileio import read_regular, write_atomic
 
 SETTINGS_PATH = Path(".claude") / "settings.json"
 LOCAL_SETTINGS_PATH = Path(".claude") / "settings.local.json"
@@ -125,11 +125,12 @@ def install_claude_code_hooks(
     """
     path = Path(project_dir) / (LOCAL_SETTINGS_PATH if local else SETTINGS_PATH)
     settings: Any = {}
-    if path.exists():
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise KindlingError(f"cannot read {path}: {exc}") from None
+    try:
+        raw = read_regular(path)
+        text = None if raw is None else raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KindlingError(f"cannot read {path}: {exc}") from None
+    if text is not None:
         if text.strip():
             try:
                 settings = json.loads(text)

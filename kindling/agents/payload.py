@@ -6,12 +6,12 @@ Every text that is shortened is masked first, then cut: a cut must never leave h
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 from pathlib import Path
 from typing import Any
 
+from kindling.clock import format_utc
 from kindling.errors import KindlingError
 from kindling.masking import mask_json, mask_text, mask_then_cut
 from kindling.repo_identity import RepoIdentity, identify
@@ -98,8 +98,8 @@ def short_id(entity_id: str) -> str:
 
 
 def when(ms: int) -> str:
-    """Epoch milliseconds as `YYYY-MM-DD HH:MM` (UTC)."""
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    """Epoch milliseconds as `YYYY-MM-DD HH:MM` (UTC); never raises."""
+    return format_utc(ms, "%Y-%m-%d %H:%M")
 
 
 def relative_paths(text: str, root: Path) -> str:

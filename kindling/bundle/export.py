@@ -24,7 +24,7 @@ from kindling.bundle import original
 from kindling.bundle.format import BUNDLE_VERSION, DATASET_VERSION, DESCRIPTION, iso_utc
 from kindling.clock import now_ms
 from kindling.errors import CorruptFileError, ValidationError
-from kindling.fileio import atomic_output, check_output_path
+from kindling.fileio import atomic_output, check_output_path, read_regular
 from kindling.model import (
     ENTITY_TYPES,
     SINGULAR,
@@ -109,8 +109,10 @@ def _peek(entity_type: str, path: str, data: bytes) -> dict:
 
 
 def _read(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
+    data = read_regular(path, follow_symlinks=False)
+    if data is None:
+        raise FileNotFoundError(2, "No such file or directory", path)
+    return data
 
 
 def _sorted_keys(

@@ -7,6 +7,7 @@ import sys
 import click
 
 from kindling.cli.common import notice, open_memory
+from kindling.cli.format import echo
 
 
 @click.command("demo")
@@ -25,16 +26,16 @@ def demo_cmd(query: str | None) -> None:
 
     store = demo.copy_example()
     query = query or demo.DEMO_QUERY
-    click.echo(f"Copied the example store (a JWT expiry bug, debugged in one session) to {store}")
-    click.echo(f'\n$ kindling search "{query}"\n')
+    echo(f"Copied the example store (a JWT expiry bug, debugged in one session) to {store}")
+    echo(f'\n$ kindling search "{query}"\n')
     sys.stdout.flush()
     cli.main(["--store", str(store), "search", query], prog_name="kindling", standalone_mode=False)
     with Memory(store) as memory:
         pins = memory.list("pins", limit=1)
     pinned = pins[0]["targetId"] if pins else None
-    click.echo("\nNext, try:")
+    echo("\nNext, try:")
     for line in demo.next_steps(store, pinned):
-        click.echo(f"  {line}")
+        echo(f"  {line}")
 
 
 @click.command("browse")
@@ -64,7 +65,7 @@ def browse_cmd(ctx: click.Context, output: str | None, open_: bool | None) -> No
 
     with open_memory(ctx) as memory:
         path = write_page(memory, output)
-    click.echo(str(path))
+    echo(str(path))
     wanted = open_ if open_ is not None else sys.stdout.isatty()
     if wanted and not open_in_browser(path) and open_:
         notice("No graphical browser found; open the file above yourself.")
@@ -123,7 +124,7 @@ def hook_cmd(ctx: click.Context, event: str) -> None:
     except Exception as exc:  # noqa: BLE001 - a hook must never break the agent
         result = HookResult(message=f"kindling hook {event}: {exc}; nothing recorded")
     if result.stdout:
-        click.echo(result.stdout)
+        click.echo(result.stdout)  # for the agent, not a terminal: kept exact
     if result.message:
         notice(result.message)
 

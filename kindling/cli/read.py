@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kindling.cli.common import (
+    POSITIVE_COUNT,
     echo_json,
     json_option,
     kind_option,
@@ -12,7 +13,7 @@ from kindling.cli.common import (
     scope_from,
     scope_options,
 )
-from kindling.cli.format import entity_line, problems_notice
+from kindling.cli.format import echo, entity_line, problems_notice
 from kindling.model import ENTITY_TYPES, SINGULAR
 
 
@@ -32,18 +33,18 @@ def show_cmd(ctx, entity_id, json_) -> None:
     if json_:
         echo_json(found.entity)
         return
-    click.echo(f"{SINGULAR[found.entity_type]} {found.entity['id']}")
-    click.echo(f"Path: {found.path}")
+    echo(f"{SINGULAR[found.entity_type]} {found.entity['id']}")
+    echo(f"Path: {found.path}")
     from kindling import canonical
 
-    click.echo(canonical.encode(found.entity).decode("utf-8"), nl=False)
+    echo(canonical.encode(found.entity).decode("utf-8"), nl=False)
 
 
 @click.command("list")
 @click.argument("entity_type", type=click.Choice(ENTITY_TYPES))
 @scope_options
 @kind_option
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--limit", type=POSITIVE_COUNT, default=20, show_default=True)
 @click.option("--all", "include_expired", is_flag=True, help="Include expired pins.")
 @json_option
 @click.pass_context
@@ -70,9 +71,9 @@ def list_cmd(ctx, entity_type, kinds, limit, include_expired, json_, **scope_kwa
         echo_json(items)
         return
     if not items:
-        click.echo(f"No {entity_type}.")
+        echo(f"No {entity_type}.")
     for item in items:
-        click.echo(entity_line(entity_type, item))
+        echo(entity_line(entity_type, item))
 
 
 @click.command("status")
@@ -90,22 +91,22 @@ def status_cmd(ctx, json_) -> None:
         echo_json(info)
         return
     counts = info["counts"]
-    click.echo(f"Store: {info['store']}")
-    click.echo(f"Index: {info['index']}")
-    click.echo(f"Observations: {counts['observations']} ({info['redacted']} redacted)")
-    click.echo(f"Capsules: {counts['capsules']} ({len(info['openCapsules'])} open)")
-    click.echo(f"Summaries: {counts['summaries']}")
-    click.echo(f"Pins: {counts['pins']}")
+    echo(f"Store: {info['store']}")
+    echo(f"Index: {info['index']}")
+    echo(f"Observations: {counts['observations']} ({info['redacted']} redacted)")
+    echo(f"Capsules: {counts['capsules']} ({len(info['openCapsules'])} open)")
+    echo(f"Summaries: {counts['summaries']}")
+    echo(f"Pins: {counts['pins']}")
     if info["openCapsules"]:
-        click.echo("Open capsules:")
+        echo("Open capsules:")
         for cap in info["openCapsules"]:
-            click.echo(f"  {cap['id']}  {cap['type']}  {cap['intent']}")
+            echo(f"  {cap['id']}  {cap['type']}  {cap['intent']}")
     if info["problems"]:
-        click.echo(f"Problem files ({len(info['problems'])}):")
+        echo(f"Problem files ({len(info['problems'])}):")
         for p in info["problems"]:
-            click.echo(f"  {p['path']}: {p['reason']}")
+            echo(f"  {p['path']}: {p['reason']}")
     for line in capture_lines(info["capture"]):
-        click.echo(line)
+        echo(line)
 
 
 def capture_lines(capture: dict) -> list[str]:
