@@ -26,7 +26,7 @@ from typing import Any
 
 from kindling.clock import now_ms
 from kindling.errors import KindlingError
-from kindling.fileio import atomic_output
+from kindling.fileio import atomic_output, check_output_path
 from kindling.model import ENTITY_TYPES, OBSERVATION_KINDS
 
 DATA_VERSION = 2
@@ -200,6 +200,7 @@ def write_page(memory, output: str | os.PathLike | None = None) -> Path:
             fh.write(page)
         return Path(name)
     path = Path(output)
+    check_output_path(output)
     try:
         with atomic_output(path, make_parents=False) as fh:
             fh.write(page)

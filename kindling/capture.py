@@ -22,6 +22,7 @@ from kindling.errors import KindlingError, ValidationError
 from kindling.lookup import Lookup
 from kindling.masking import mask_json, mask_scope_ids, mask_text
 from kindling.model import (
+    MAX_TIMESTAMP_MS,
     OBSERVATION_KINDS,
     PLURAL,
     REDACTED_CONTENT,
@@ -155,6 +156,19 @@ class Capture:
                 )
             return self.write("capsules", capsule, masked)
 
+    def set_intent(self, capsule_id: str, intent: str) -> Written:
+        """Give an open capsule a new intent (masked), e.g. once its first prompt is known."""
+        _non_empty(intent, "intent")
+        text, masked = mask_text(intent)
+        target = self.lookup.resolve(capsule_id, "capsules").entity["id"]
+        with self.store.locked("capsules", target):
+            capsule = self.lookup.load_for_update("capsules", target)
+            if capsule["status"] != "open":
+                raise KindlingError(f"capsule {target} is closed; its intent stays")
+            capsule["intent"] = text
+            validate("capsules", capsule)
+            return self.write("capsules", capsule, masked)
+
     def close_capsule(
         self,
         capsule_id: str,
@@ -212,12 +226,19 @@ class Capture:
         target = self.lookup.resolve(target_id, PLURAL[target_type]).entity
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int) or ttl <= 0):
             raise ValidationError("ttl must be a positive number of milliseconds")
+        if note is not None:
+            _non_empty(note, "note")
         reason, masked = mask_text(note) if note is not None else (None, 0)
         pin_scope, masked_scope = mask_scope_ids(
             check_scope(scope) if scope else dict(target["scopeIds"])
         )
         masked += masked_scope
         created = now_ms()
+        if ttl is not None and created + ttl > MAX_TIMESTAMP_MS:
+            raise ValidationError(
+                f"ttl of {ttl} ms would expire after year 9999 "
+                f"(at most {MAX_TIMESTAMP_MS - created} ms from now)"
+            )
         pin = {
             "id": new_id("pins"),
             "targetType": target_type,
@@ -237,14 +258,30 @@ class Capture:
         self.store.remove("pins", found.entity["id"])
         return found.entity, path
 
-    def forget(self, observation_id: str) -> Written:
-        """Redact an observation: the record stays, its content and provenance go."""
-        target = self.lookup.resolve(observation_id, "observations").entity["id"]
+    def forget(self, observation_id: str) -> tuple[Written, Path | None]:
+        """Redact an observation: the record stays, its content and provenance go.
+
+        Also returns the path of a misplaced copy it removed (search finds such a file, so
+        forget must reach it too): redacted at the place its id names, the copy deleted.
+        """
+        found = self.lookup.resolve(observation_id, "observations")
+        target = found.entity["id"]
+        home = self.store.path_for("observations", target)
+        stray = Path(found.path) if Path(found.path) != home else None
         with self.store.locked("observations", target):
-            observation = self.lookup.load_for_update("observations", target)
-            if observation["redacted"]:
-                return Written(
-                    "observations", observation, self.store.path_for("observations", target)
-                )
+            observation = self.store.load("observations", target)
+            if observation is None and stray is not None:
+                observation = self.store.load_path("observations", stray)[0]
+                if observation["id"] != target:
+                    raise KindlingError(f"{stray} changed while forgetting; nothing was done")
+            elif observation is None:
+                observation = self.lookup.load_for_update("observations", target)  # not found
+            else:
+                stray = None  # the file at home is the one found from now on
+            if observation["redacted"] and stray is None:
+                return Written("observations", observation, home), None
             observation.update(content=REDACTED_CONTENT, provenance={}, redacted=True)
-            return self.write("observations", observation, 0)
+            written = self.write("observations", observation, 0)
+            if stray is not None:
+                stray.unlink(missing_ok=True)
+            return written, stray

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import time
 
 from kindling.errors import KindlingError
+from kindling.model import MAX_TIMESTAMP_MS
 
 
 def now_ms() -> int:
@@ -14,11 +16,24 @@ def now_ms() -> int:
     if fixed:
         try:
             value = int(fixed)
-        except ValueError:
+        except ValueError:  # also a string too long to be a number (int()'s digit limit)
             raise KindlingError(
-                f"KINDLING_NOW must be epoch milliseconds (an integer), got {fixed!r}"
+                f"KINDLING_NOW must be epoch milliseconds (an integer), got {fixed[:40]!r}"
             ) from None
-        if value < 0:
-            raise KindlingError("KINDLING_NOW must not be negative")
+        if not 0 <= value <= MAX_TIMESTAMP_MS:
+            raise KindlingError(
+                f"KINDLING_NOW must be epoch milliseconds from 0 to {MAX_TIMESTAMP_MS} "
+                f"(up to year 9999), got {fixed[:40]!r}"
+            )
         return value
     return time.time_ns() // 1_000_000
+
+
+def format_utc(ms: object, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
+    """Epoch milliseconds as UTC text in `fmt`; never raises (out-of-range shows the number)."""
+    try:
+        moment = dt.datetime.fromtimestamp(ms // 1000, tz=dt.timezone.utc)  # type: ignore[operator]
+        return moment.strftime(fmt)
+    except (OverflowError, OSError, ValueError, TypeError):
+        # A value no calendar date can show (a file that slipped past validation).
+        return f"{ms!r}"[:40] + " ms"

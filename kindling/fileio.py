@@ -9,7 +9,9 @@ old file or the new one, never a part; a crash leaves at most a hidden temp file
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat as stat_module
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -25,6 +27,24 @@ def is_entity_name(name: str) -> bool:
 def is_temp_name(name: str) -> bool:
     """True for the name of an atomic write's temp file."""
     return name.startswith(".") and name.endswith(TEMP_SUFFIX)
+
+
+def check_output_path(path: str | os.PathLike) -> None:
+    """Raise a KindlingError unless `path` names a file whose folder exists.
+
+    An output path given by a person is never turned into a new tree of folders: a typo
+    should be an error, not a file somewhere unexpected.
+    """
+    from kindling.errors import KindlingError
+
+    text = os.fspath(path)
+    if not text.strip():
+        raise KindlingError("the output path is empty")
+    if os.path.isdir(text):
+        raise KindlingError(f"cannot write {text}: it is a folder")
+    folder = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(folder):
+        raise KindlingError(f"cannot write {text}: folder {folder} does not exist")
 
 
 @contextlib.contextmanager
@@ -103,9 +123,101 @@ def inode_of(path: str | os.PathLike) -> int | None:
         return None
 
 
+class NotRegularFileError(OSError):
+    """A path that holds a FIFO, device, socket, folder or (when refused) a symlink."""
+
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # POSIX only; Windows has no FIFOs in the tree
+# Opening a FIFO without O_NONBLOCK waits for a writer forever; with it, open returns at once
+# and fstat tells what the path really is before a single byte is read.
+_SAFE_READ = os.O_RDONLY | _NONBLOCK | _CLOEXEC
+# Add to os.open flags for a file Kindling keeps (a lock file): no symlink, no FIFO wait.
+SAFE_OPEN_FLAGS = _NOFOLLOW | _NONBLOCK | _CLOEXEC
+
+
+def open_regular(path: str | os.PathLike, *, follow_symlinks: bool = True) -> int | None:
+    """A read-only fd on a regular file, None when absent; anything else raises, never blocks.
+
+    Raises NotRegularFileError for a FIFO, device, socket or folder, and for a symlink when
+    `follow_symlinks` is False.
+    """
+    flags = _SAFE_READ | (0 if follow_symlinks else _NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_symlinks:
+            raise NotRegularFileError(
+                errno.ELOOP, "a symlink, not a regular file", os.fspath(path)
+            ) from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat_module.S_ISREG(mode):
+            raise NotRegularFileError(
+                errno.EINVAL, f"not a regular file ({_kind(mode)})", os.fspath(path)
+            )
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(
+    path: str | os.PathLike, *, follow_symlinks: bool = True, limit: int | None = None
+) -> bytes | None:
+    """A regular file's bytes, None when it is absent; see `open_regular` for what is refused.
+
+    With `limit`, at most limit + 1 bytes are read, so a caller can tell an oversized file.
+    """
+    fd = open_regular(path, follow_symlinks=follow_symlinks)
+    if fd is None:
+        return None
+    try:
+        parts = []
+        left = limit + 1 if limit is not None else -1
+        while left:
+            chunk = os.read(fd, 1 << 20 if left < 0 else min(left, 1 << 20))
+            if not chunk:
+                break
+            parts.append(chunk)
+            if left > 0:
+                left -= len(chunk)
+        return b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def is_regular_fd(fd: int) -> bool:
+    """True when an open fd is a regular file (not a FIFO, device, socket or folder)."""
+    return stat_module.S_ISREG(os.fstat(fd).st_mode)
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat_module.S_ISFIFO, "a FIFO"),
+        (stat_module.S_ISDIR, "a folder"),
+        (stat_module.S_ISSOCK, "a socket"),
+        (stat_module.S_ISCHR, "a device"),
+        (stat_module.S_ISBLK, "a device"),
+    ):
+        if test(mode):
+            return name
+    return "not a file"
+
+
 def read_whole(path: str | os.PathLike, size: int) -> bytes:
-    """A whole file's bytes, in one read when it is still `size` bytes long."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    """A whole file's bytes, in one read when it is still `size` bytes long.
+
+    For a path a walk saw as a regular file: opened without following a symlink or waiting
+    on a FIFO, should it have been swapped for one since.
+    """
+    fd = os.open(path, _SAFE_READ | _NOFOLLOW)
     try:
         data = os.read(fd, size + 1)
         if len(data) <= size:  # a short read of a regular file is its end

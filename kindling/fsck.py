@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kindling import canonical
-from kindling.fileio import is_temp_name
+from kindling.errors import KindlingError
+from kindling.fileio import is_temp_name, read_regular
 from kindling.model import ENTITY_TYPES, SINGULAR, entity_errors
 from kindling.store import Store
 
@@ -92,6 +93,8 @@ class _Checker:
         self.now = now
         self.report = FsckReport(store.root)
         self.entities: list[_Entity] = []
+        # Files this run wrote by moving a misplaced file: already counted, not read again.
+        self.moved_to: set[Path] = set()
 
     def problem(self, rel: str, check: str, reason: str, fixed: str | None = None) -> None:
         self.report.problems.append(Finding(rel, check, reason, fixed))
@@ -109,6 +112,15 @@ class _Checker:
         for dirpath, dirnames, filenames in os.walk(objects, followlinks=False):
             dirnames.sort()
             here = Path(dirpath)
+            for name in list(dirnames):
+                if (here / name).is_symlink():
+                    dirnames.remove(name)
+                    self.problem(
+                        self.rel(here / name),
+                        "stray",
+                        "a symlink to a folder: nothing behind it is read or written "
+                        "(entity folders are never symlinks); replace it with a real folder",
+                    )
             for name in sorted(filenames):
                 self.visit(here / name)
 
@@ -130,12 +142,14 @@ class _Checker:
         if not name.endswith(".json"):
             self.problem(rel, "stray", "not an entity file (entity files are <id>.json)")
             return
+        if path in self.moved_to:
+            return  # this run's own move of a misplaced file, already checked
         try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return
+            data = read_regular(path, follow_symlinks=False)
         except OSError as exc:
             self.problem(rel, "parse", f"unreadable ({exc.strerror or exc})")
+            return
+        if data is None:
             return
         self.report.checked += 1
         self.entity_file(path, rel, data)
@@ -201,7 +215,7 @@ class _Checker:
         if self.fix:
             with self.store.locked(etype, entity["id"]):
                 try:
-                    unchanged = path.read_bytes() == data
+                    unchanged = read_regular(path, follow_symlinks=False) == data
                 except OSError:
                     unchanged = False
                 if unchanged:
@@ -234,8 +248,11 @@ class _Checker:
             with self.store.locked(etype, entity["id"]):
                 if expected.exists():
                     reason += " (a file appeared there meanwhile; left alone)"
+                elif not _real_folders(self.store, expected):
+                    reason += " (a folder on the way is a symlink; left alone)"
                 else:
                     self.store.write_file(expected, good)
+                    self.moved_to.add(expected)
                     path.unlink()
                     fixed = f"moved to {where}"
             self.entities.append(_Entity(etype, entity, where if fixed else rel))
@@ -274,6 +291,14 @@ class _Checker:
                         "dangling",
                         f"refers to {SINGULAR[target_type]} {target}, which is not in the store",
                     )
+
+
+def _real_folders(store: Store, path: Path) -> bool:
+    try:
+        store.check_real_folders(path)
+    except KindlingError:
+        return False
+    return True
 
 
 def _references(entity_type: str, entity: dict) -> list[tuple[str, str]]:

@@ -19,7 +19,7 @@ from kindling.capture import Capture, Written, check_kinds, check_scope
 from kindling.clock import now_ms
 from kindling.errors import KindlingError, ValidationError
 from kindling.lookup import Lookup
-from kindling.model import ENTITY_TYPES
+from kindling.model import ENTITY_TYPES, MAX_COUNT
 from kindling.progress import ProgressFactory
 from kindling.store import STORE_DIRNAME, Found, Store, default_init_root, locate
 
@@ -156,6 +156,11 @@ class Memory:
         with self.batch():
             return self._lookup.open_session_capsule(session_id)
 
+    def open_capsules(self, session_id: str | None = None) -> list[dict]:
+        """Every open capsule (of one session, when given), as the synced index has them."""
+        self.sync()
+        return self.index.open_capsules(session_id)
+
     # ------------------------------------------------------------ capture
 
     def log(
@@ -180,6 +185,11 @@ class Memory:
         """Open a capsule; a session may have only one open session capsule."""
         with self.batch():
             return self._capture.open_capsule(intent, type=type, scope=scope)
+
+    def set_intent(self, capsule_id: str, intent: str) -> Written:
+        """Give an open capsule a new intent (masked), e.g. once its first prompt is known."""
+        with self.batch():
+            return self._capture.set_intent(capsule_id, intent)
 
     def close_capsule(
         self,
@@ -220,8 +230,14 @@ class Memory:
 
     def forget(self, observation_id: str) -> Written:
         """Redact an observation: the record stays, its content and provenance go."""
-        with self.batch():
-            return self._capture.forget(observation_id)
+        with self.batch(), self.index.scrubbing():
+            written, stray = self._capture.forget(observation_id)
+            if stray is not None:
+                try:
+                    self.index.recheck(stray)
+                except (sqlite3.Error, KindlingError):
+                    pass  # the file is gone; the next sync drops its row
+        return written
 
     # ------------------------------------------------------------ reading
 
@@ -233,19 +249,26 @@ class Memory:
         kinds: list[str] | None = None,
         limit: int | None = 20,
         include_expired: bool = False,
+        since: int | None = None,
     ) -> list[dict]:
         """Stored entities of one type, newest first; expired pins hidden unless asked for."""
         if entity_type not in ENTITY_TYPES:
             raise ValidationError(f"unknown entity type {entity_type!r}")
         check_kinds(kinds)
         scope = check_scope(scope)
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_COUNT
+        ):
+            raise ValidationError(f"limit must be an integer from 1 to {MAX_COUNT}")
         self.sync()
         if entity_type != "pins" or include_expired:
-            return self.index.entities(entity_type, scope=scope, kinds=kinds, limit=limit)
+            return self.index.entities(
+                entity_type, scope=scope, kinds=kinds, since=since, limit=limit
+            )
         now = now_ms()
         active = [
             p
-            for p in self.index.entities("pins", scope=scope)
+            for p in self.index.entities("pins", scope=scope, since=since)
             if p["expiresAt"] is None or p["expiresAt"] > now
         ]
         return active[:limit] if limit is not None else active
@@ -275,7 +298,14 @@ class Memory:
                 for c in self.index.open_capsules()
             ],
             "problems": [{"path": p.path, "reason": p.reason} for p in report.problems],
+            "capture": self.capture_activity(),
         }
+
+    def capture_activity(self) -> dict[str, Any]:
+        """What agent hooks last recorded per event, their recent errors and unknown events."""
+        from kindling.agents.activity import read_activity
+
+        return read_activity(self.store)
 
     def export(
         self,

@@ -57,6 +57,16 @@ ID_MAX_LEN = 200
 ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}")
 ID_RULE = "letters, digits, '_', '.', '-', starting with a letter or digit, at most 200 characters"
 
+# Latest timestamp stored: 9999-12-31T23:59:59.999Z. Every later bound holds below it: a
+# calendar date (datetime stops at year 9999), a JSON-safe integer (2^53) and a signed 64-bit
+# SQLite integer (2^63), so no stored time can wedge the index or a date printer.
+MAX_TIMESTAMP_MS = 253_402_300_799_999
+# Largest count an option takes (--max, --limit, --max-tokens): far above any real store,
+# far below where SQLite's LIMIT or a token sum could overflow.
+MAX_COUNT = 2**31 - 1
+# Integers inside provenance stay within what SQLite and every JSON reader can hold exactly.
+MAX_JSON_INT = 2**63 - 1
+
 _ID_PREFIXES = {"capsules": "cap_", "summaries": "sum_", "pins": "pin_"}
 
 # Every field each type may hold, and which of them may be absent.
@@ -135,8 +145,25 @@ def _check_timestamp(errors: list[str], data: dict, key: str, *, nullable: bool 
     v = data.get(key)
     if v is None and nullable:
         return
-    if not _is_int(v) or v < 0:
-        errors.append(f"{key} must be an integer >= 0 (epoch milliseconds)")
+    if not is_timestamp(v):
+        errors.append(
+            f"{key} must be an integer from 0 to {MAX_TIMESTAMP_MS} (epoch milliseconds, "
+            "up to year 9999)"
+        )
+
+
+def is_timestamp(value: object) -> bool:
+    """True for epoch milliseconds Kindling can store: an int from 0 to MAX_TIMESTAMP_MS."""
+    return _is_int(value) and 0 <= value <= MAX_TIMESTAMP_MS  # type: ignore[operator]
+
+
+def check_timestamp(value: object, what: str) -> int:
+    """Return `value` when it is a storable timestamp, else raise a ValidationError."""
+    if not is_timestamp(value):
+        raise ValidationError(
+            f"{what} must be an integer from 0 to {MAX_TIMESTAMP_MS} (epoch ms, up to year 9999)"
+        )
+    return value  # type: ignore[return-value]
 
 
 def _check_text(errors: list[str], data: dict, key: str) -> None:
@@ -185,6 +212,8 @@ def _finite_json(value: Any, path: str, errors: list[str], depth: int = 0) -> No
         errors.append(f"{path} is nested too deeply (more than 64 levels)")
     elif isinstance(value, float) and not math.isfinite(value):
         errors.append(f"{path} must not hold NaN or Infinity")
+    elif _is_int(value) and not -MAX_JSON_INT - 1 <= value <= MAX_JSON_INT:
+        errors.append(f"{path} holds an integer outside the signed 64-bit range")
     elif isinstance(value, dict):
         for k, v in value.items():
             if not isinstance(k, str):

@@ -15,6 +15,8 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 
+from kindling.fileio import SAFE_OPEN_FLAGS, is_regular_fd
+
 # msvcrt locks a byte range from the file position; a byte far past any content keeps the
 # bytes a lock file holds (the watcher's pid) readable by other processes.
 _WINDOWS_LOCK_OFFSET = 1 << 30
@@ -100,10 +102,13 @@ def locked_file(path: str | os.PathLike, *, exclusive: bool = True) -> Iterator[
 def held_by_other(path: str | os.PathLike) -> bool:
     """True when another process holds a lock on `path` (probed without waiting)."""
     try:
-        fd = os.open(path, os.O_RDWR if BACKEND == "windows" else os.O_RDONLY)
+        # A FIFO or symlink in the lock's place must not hang or redirect the probe.
+        fd = os.open(path, (os.O_RDWR if BACKEND == "windows" else os.O_RDONLY) | SAFE_OPEN_FLAGS)
     except OSError:
         return False
     try:
+        if not is_regular_fd(fd):
+            return False
         lock(fd, exclusive=False, blocking=False)
     except LockBusy:
         return True

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from kindling import canonical, platform
 from kindling.errors import CorruptFileError, KindlingError
-from kindling.fileio import atomic_output, fsync_dir, is_entity_name
+from kindling.fileio import atomic_output, fsync_dir, is_entity_name, read_regular
 from kindling.model import ENTITY_TYPES, check_id, validate
 
 STORE_DIRNAME = ".kindling"
@@ -145,7 +145,7 @@ class Store:
 
     def _check_format(self, config: Path) -> None:
         try:
-            data = canonical.decode(config.read_bytes())
+            data = canonical.decode(read_regular(config) or b"")
         except (OSError, canonical.DecodeError) as exc:
             raise KindlingError(f"{config}: unreadable store config ({exc})") from None
         version = data.get("formatVersion")
@@ -164,6 +164,23 @@ class Store:
         check_id(entity_id)
         return self.objects / entity_type / fanout(entity_id) / f"{entity_id}.json"
 
+    def check_real_folders(self, path: Path) -> None:
+        """Refuse an entity path whose type or fan-out folder is a symlink.
+
+        Walks (the index, fsck, export) never follow one, so a write through it would land
+        where nothing reads it, and a read through it would reach outside the store.
+        """
+        for folder in (path.parent.parent, path.parent):
+            try:
+                st = folder.lstat()
+            except (FileNotFoundError, NotADirectoryError):
+                return  # created as a real folder on the first write
+            if stat_module.S_ISLNK(st.st_mode):
+                raise KindlingError(
+                    f"{folder} is a symlink; Kindling never reads or writes entity files "
+                    "through one (replace it with a real folder; `kindling fsck` lists them)"
+                )
+
     @property
     def writable(self) -> bool:
         return os.access(self.root, os.W_OK)
@@ -181,9 +198,11 @@ class Store:
     def load_path(self, entity_type: str, path: str | os.PathLike) -> tuple[dict, bytes]:
         """Read, parse and validate one entity file; CorruptFileError names what is wrong."""
         try:
-            data = Path(path).read_bytes()
+            data = read_regular(path, follow_symlinks=False)
         except OSError as exc:
             raise CorruptFileError(path, f"unreadable ({exc.strerror})") from None
+        if data is None:
+            raise CorruptFileError(path, "unreadable (no such file)")
         return self.parse_entity(entity_type, path, data), data
 
     @staticmethod
@@ -201,12 +220,13 @@ class Store:
     def load(self, entity_type: str, entity_id: str) -> dict | None:
         """The stored entity with this id, or None when there is no such file."""
         path = self.path_for(entity_type, entity_id)
+        self.check_real_folders(path)
         try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return None
+            data = read_regular(path, follow_symlinks=False)
         except OSError as exc:
             raise CorruptFileError(path, f"unreadable ({exc.strerror})") from None
+        if data is None:
+            return None
         return self.parse_entity(entity_type, path, data)
 
     def walk(self, entity_type: str | None = None) -> Iterator[StoredFile]:
@@ -237,6 +257,7 @@ class Store:
         """Validate and atomically write an entity in canonical form; returns path and bytes."""
         validate(entity_type, entity)
         path = self.path_for(entity_type, entity["id"])
+        self.check_real_folders(path)
         data = canonical.encode(entity)
         self.write_file(path, data, durable=durable)
         return path, data
@@ -249,6 +270,7 @@ class Store:
     def remove(self, entity_type: str, entity_id: str) -> bool:
         """Delete an entity's file; False when it was not there."""
         path = self.path_for(entity_type, entity_id)
+        self.check_real_folders(path)
         try:
             path.unlink()
         except FileNotFoundError:

@@ -183,8 +183,16 @@ def test_a_failed_write_leaves_the_old_page_and_no_temp_file(memory, run, tmp_pa
 def test_an_output_in_a_missing_folder_is_a_one_line_error(memory, run, tmp_path):
     result = run("browse", "-o", str(tmp_path / "nowhere" / "p.html"), "--no-open")
     assert result.exit_code == 1
-    assert result.output.startswith("Error: cannot write ") and result.output.count("\n") == 1
+    assert result.output == (
+        f"Error: cannot write {tmp_path / 'nowhere' / 'p.html'}: "
+        f"folder {tmp_path / 'nowhere'} does not exist\n"
+    )
     assert not (tmp_path / "nowhere").exists()
+
+
+def test_an_empty_output_path_is_a_one_line_error(memory, run):
+    result = run("browse", "-o", "", "--no-open")
+    assert (result.exit_code, result.output) == (1, "Error: the output path is empty\n")
 
 
 def test_without_output_writes_a_temp_file(memory, run, tmp_path, monkeypatch):
@@ -452,18 +460,19 @@ def test_long_output_expands_with_its_newlines(loaded):
     card = next(e for e in _visible(driver, "#observations > li.entity") if "npm test" in e.text)
     preview = _find(driver, "pre.text", card)[0].text
     assert preview.splitlines()[:3] == [
-        "$ npm test -- auth",
+        "Bash: npm test -- auth -> exit 0",
         "line 01 of the test run",
         "line 02 of the test run",
     ]
     assert len(preview.splitlines()) == 8  # the first lines, not the whole output
     assert "line 50" not in preview and "42 passed" not in preview
     toggle = _find(driver, "button.expand", card)[0]
-    full_text = f"$ npm test -- auth\n{LONG_OUTPUT}\n42 passed"
+    full_text = f"Bash: npm test -- auth -> exit 0\n{LONG_OUTPUT}\n42 passed"
     assert toggle.text == f"Show all 52 lines ({len(full_text):,} characters)"
     toggle.click()
     full = _find(driver, "pre.text", card)[0].text
-    assert full.splitlines() == ["$ npm test -- auth", *LONG_OUTPUT.splitlines(), "42 passed"]
+    first = "Bash: npm test -- auth -> exit 0"
+    assert full.splitlines() == [first, *LONG_OUTPUT.splitlines(), "42 passed"]
     assert toggle.text == "Collapse"
     assert "selected" not in card.get_attribute("class")  # expanding does not select
     toggle.click()
@@ -477,7 +486,8 @@ def test_detail_pane_shows_text_with_real_newlines(loaded):
     card.click()
     assert "selected" in card.get_attribute("class")
     body = _text(driver, "detail-body")
-    assert "line 50 of the test run\n42 passed" in body and "\\n" not in body
+    content = body.split("Content (", 1)[1]  # provenance.payload above it is JSON
+    assert "line 50 of the test run\n42 passed" in content and "\\n" not in content
     assert "provenance.tool\nBash" in body
     raw = json.loads(driver.find_element("id", "detail-json").get_attribute("textContent"))
     assert raw["provenance"]["command"] == "npm test -- auth"

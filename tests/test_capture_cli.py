@@ -268,6 +268,14 @@ def test_pin_target_must_exist_with_the_right_type(run, store_dir):
     }
 
 
+def test_pin_note_must_not_be_empty(run, store_dir):
+    obs = ok(run("log", "x")).strip()
+    assert "note must be a non-empty string" in fails(run("pin", "observation", obs, "--note", " "))
+    assert not (store_dir / "objects" / "pins").exists() or not list(
+        (store_dir / "objects" / "pins").rglob("*.json")
+    )
+
+
 def test_unpin_removes_the_file(run, store_dir):
     obs = ok(run("log", "x")).strip()
     pin = ok(run("pin", "observation", obs)).strip()

@@ -264,16 +264,17 @@ def test_driver_never_tracebacks_on_garbage(tmp_path, ours, theirs):
     assert out.startswith(b"<<<<<<<") and b"\n=======\n" in out
 
 
-def test_driver_missing_files_is_a_conflict_not_a_traceback(tmp_path):
+def test_driver_missing_files_is_an_error_that_writes_nothing(tmp_path):
     missing = tmp_path / "nope"
     result = CliRunner().invoke(cli, ["merge-driver", str(missing), str(missing), str(missing)])
     assert result.exit_code == 1
     assert result.exception is None or isinstance(result.exception, SystemExit)
-    # OURS is where git reads the result from: it now holds empty sides between markers.
-    assert missing.read_bytes() == b"<<<<<<< ours\n=======\n>>>>>>> theirs\n"
+    assert not missing.exists()  # nothing invented where git reads the result
     assert result.stdout == ""
-    assert result.stderr.startswith(f"kindling: conflict in {missing}: ")
-    assert result.stderr.count("\n") == 1
+    assert (
+        result.stderr
+        == f"kindling merge-driver: cannot read {missing}: No such file or directory\n"
+    )
 
 
 # ---------------------------------------------------------------- with real git

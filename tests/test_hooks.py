@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import run_kindling
 
-from kindling.agents.hooks import MAX_TOOL_OUTPUT_CHARS, capture, truncate
+from kindling.agents.hooks import record_for as capture
+from kindling.agents.payload import truncate
+from kindling.agents.records import MAX_TOOL_OUTPUT_CHARS
 
 SESSION = "3f1c2a7e-8b9d-4c0e-a1f2-0123456789ab"
 
@@ -110,9 +112,11 @@ def stored(project: Path, entity_type: str) -> list[dict]:
 def test_bash_becomes_a_command(tmp_path):
     found = capture("PostToolUse", bash(tmp_path, "npm test -- auth", "42 passed\n", "warn: x"))
     assert found.kind == "command"
-    assert found.content == "$ npm test -- auth\n42 passed\n[stderr]\nwarn: x"
+    assert found.content == "Bash: npm test -- auth -> exit 0\n42 passed\n[stderr]\nwarn: x"
     assert found.provenance["tool"] == "Bash"
     assert found.provenance["command"] == "npm test -- auth"
+    assert found.provenance["subject"] == "Bash: npm test -- auth"
+    assert found.provenance["payload"]["tool_response"]["stdout"] == "42 passed\n"
     assert found.provenance["toolUseId"] == "toolu_01ABCdef"
 
 
@@ -152,7 +156,7 @@ def test_write_of_a_new_file_is_a_diff_from_nothing(tmp_path):
     )
     found = capture("PostToolUse", body)
     assert found.kind == "file_diff"
-    assert found.content == "--- /dev/null\n+++ b/notes.md\n@@ -0,0 +1,2 @@\n+one\n+two\n"
+    assert found.content == "--- /dev/null\n+++ b/notes.md\n@@ -0,0 +1,2 @@\n+one\n+two"
 
 
 def test_other_tools_are_tool_calls_and_reads_are_not_copied(tmp_path):
@@ -164,7 +168,7 @@ def test_other_tools_are_tool_calls_and_reads_are_not_copied(tmp_path):
         tool_response={"mode": "files_with_matches", "filenames": ["src/a.ts"]},
     )
     found = capture("PostToolUse", grep)
-    assert found.kind == "tool_call" and found.content.startswith("Grep Date.now\n")
+    assert found.kind == "tool_call" and found.content.startswith("Grep: Date.now\n")
     assert "src/a.ts" in found.content
     read = payload(
         "PostToolUse",
@@ -173,7 +177,9 @@ def test_other_tools_are_tool_calls_and_reads_are_not_copied(tmp_path):
         tool_input={"file_path": "/x/secret.ts"},
         tool_response={"type": "text", "file": {"content": "x" * 50_000}},
     )
-    assert capture("PostToolUse", read).content == "Read /x/secret.ts"
+    assert capture("PostToolUse", read).content == "Read: /x/secret.ts"
+    inside = dict(read, tool_input={"file_path": str(tmp_path / "src" / "a.ts")})
+    assert capture("PostToolUse", inside).content == "Read: src/a.ts"  # relative
 
 
 def test_failure_becomes_an_error(tmp_path):
@@ -188,7 +194,8 @@ def test_failure_becomes_an_error(tmp_path):
     )
     found = capture("PostToolUseFailure", body)
     assert found.kind == "error"
-    assert found.content == "$ npm test\nBash failed: Command exited with non-zero status code 1"
+    assert found.content == "Bash: npm test -> exit 1\nCommand exited with non-zero status code 1"
+    assert found.provenance["exitCode"] == 1
 
 
 def test_long_output_is_cut_with_a_visible_notice(tmp_path):
@@ -198,7 +205,7 @@ def test_long_output_is_cut_with_a_visible_notice(tmp_path):
     assert "[... kindling cut" in found.content
     assert found.content.rstrip().endswith("line 19999")  # the tail, where errors are, stays
     assert found.provenance["truncated"] is True
-    text, cut = truncate("short")
+    text, cut = truncate("short", 10)
     assert (text, cut) == ("short", False)
 
 
@@ -265,10 +272,12 @@ def test_a_whole_session(project, tmp_path):
         "agentId": "claude-code",
     }
     observations = stored(project, "observations")
+    # the prompt, the compaction and the session start are messages
     assert sorted(o["kind"] for o in observations) == [
         "command",
         "error",
         "file_diff",
+        "message",
         "message",
         "message",
     ]
@@ -277,6 +286,7 @@ def test_a_whole_session(project, tmp_path):
 
     # Compaction starts the same session again: same capsule, context shows what happened.
     again = hook("SessionStart", payload("SessionStart", project, source="compact"), tmp_path)
+    assert again.stderr == b"", again.stderr
     context = json.loads(again.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "npm test -- auth" in context and "[file_diff]" in context
     assert [c["id"] for c in stored(project, "capsules")] == [capsule["id"]]
@@ -285,6 +295,11 @@ def test_a_whole_session(project, tmp_path):
     assert end.returncode == 0 and end.stderr == b""
     (closed,) = stored(project, "capsules")
     assert closed["status"] == "closed"
+    assert closed["intent"] == "Users get logged out right after login"
+    (summary,) = stored(project, "summaries")
+    assert "Files changed: src/middleware/validateToken.ts." in summary["content"]
+    assert "Still failing: Bash: npm run lint." in summary["content"]
+    assert summary["evidenceRefs"] and set(summary["evidenceRefs"]) <= set(closed["observationIds"])
 
 
 def test_context_block_brings_back_pins_and_the_summary(project, tmp_path):
@@ -301,11 +316,77 @@ def test_context_block_brings_back_pins_and_the_summary(project, tmp_path):
 
     result = hook("SessionStart", payload("SessionStart", project, source="startup"), tmp_path)
     context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert context.index("Pinned") < context.index("Current summary") < context.index("Recent")
+    assert context.index("Pinned") < context.index("summaries") < context.index("Recent activity")
     assert "JWT exp is in seconds" in context and "root cause" in context
     assert "Compare exp with Date.now()/1000" in context
     assert "forgotten detail" in context
+    # The project's own store is all this project's memory, whatever repoId it was kept under.
+    assert "another repo entirely" in context
+
+
+def test_a_shared_store_gives_only_this_repositorys_memory(project, tmp_path):
+    from kindling.memory import Memory
+
+    shared = tmp_path / "shared"
+    Memory.init(store=shared).close()
+    subprocess_git = __import__("subprocess").run
+    subprocess_git(["git", "init", "-q", str(project)], check=True)
+    subprocess_git(
+        [
+            "git",
+            "-C",
+            str(project),
+            "remote",
+            "add",
+            "origin",
+            "https://u:t@github.com/acme/acme-api.git",
+        ],
+        check=True,
+    )
+    with Memory(shared) as memory:
+        memory.log("kept under the 0.1 folder name", scope={"repoId": "acme-api"})
+        memory.log("kept under the remote id", scope={"repoId": "github.com/acme/acme-api"})
+        memory.log("another repo entirely", scope={"repoId": "other"})
+    result = hook(
+        "SessionStart", payload("SessionStart", project, source="startup"), tmp_path, store=shared
+    )
+    context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "# Kindling memory for github.com/acme/acme-api" in context
+    assert "0.1 folder name" in context and "kept under the remote id" in context
     assert "another repo entirely" not in context
+
+
+def test_prompt_recall_needs_shared_words_and_never_repeats(project, tmp_path):
+    from kindling.memory import Memory
+
+    with Memory(project / ".kindling") as memory:
+        earlier = {"sessionId": "earlier", "repoId": "acme-api"}
+        memory.log(
+            "Rate limiter: Redis bucket of 50 requests per minute fixed the 429s", scope=earlier
+        )
+        memory.log("unrelated note about fonts in the rate card design", scope=earlier)
+    hook("SessionStart", payload("SessionStart", project, source="startup"), tmp_path)
+    ask = payload("UserPromptSubmit", project, prompt="Why do we get 429s from the rate limiter?")
+    first = hook("UserPromptSubmit", ask, tmp_path)
+    # Everything relevant was already in the session-start context: nothing repeated.
+    assert first.stdout == b"" and first.stderr == b""
+    other = payload(
+        "UserPromptSubmit", project, session="s-2", prompt="429s from the rate limiter again"
+    )
+    hook("SessionStart", payload("SessionStart", project, session="s-2", source="clear"), tmp_path)
+    with Memory(project / ".kindling") as memory:
+        for n in range(70):
+            memory.log(f"filler step {n}", kind="command", scope={"repoId": "acme-api"})
+    hook("SessionStart", payload("SessionStart", project, session="s-3", source="clear"), tmp_path)
+    third = payload(
+        "UserPromptSubmit", project, session="s-3", prompt="429s from the rate limiter again"
+    )
+    recalled = json.loads(hook("UserPromptSubmit", third, tmp_path).stdout)
+    text = recalled["hookSpecificOutput"]["additionalContext"]
+    assert recalled["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    assert "Redis bucket of 50" in text and "fonts" not in text
+    assert hook("UserPromptSubmit", third, tmp_path).stdout == b""  # not repeated
+    assert other  # a second session's prompt is its own
 
 
 def test_secrets_are_masked(project, tmp_path):
@@ -346,6 +427,15 @@ def test_bad_input_records_nothing_and_never_fails(project, tmp_path, event, bod
     assert not list((project / ".kindling" / "objects").rglob("*.json"))
 
 
+@pytest.mark.parametrize("body", [b"", b"not json {", b"[1, 2]"])
+def test_malformed_payloads_show_in_status(project, body):
+    assert hook("Stop", body, project).returncode == 0
+    status = run_kindling("status", cwd=project)
+    assert status.returncode == 0
+    errors = status.stdout.decode().split("Hook errors", 1)
+    assert len(errors) == 2 and "kindling hook Stop:" in errors[1]
+
+
 def test_no_store_is_reported_not_raised(tmp_path):
     lost = tmp_path / "no-store-here"
     lost.mkdir()
@@ -378,11 +468,24 @@ def test_install_writes_every_hook(tmp_path):
     path = install_claude_code_hooks(tmp_path)
     assert path == tmp_path / ".claude" / "settings.json"
     settings = json.loads(path.read_text())
-    assert sorted(settings["hooks"]) == sorted(EVENTS)
-    for event in EVENTS:
-        (group,) = settings["hooks"][event]
-        assert group["hooks"] == [{"type": "command", "command": f"kindling hook {event}"}]
+    assert set(settings["hooks"]) == set(EVENTS) - {
+        "PreToolUse",
+        "PermissionRequest",
+        "SubagentStart",
+    }
+    background = {"PostToolUse", "PostToolUseFailure", "Notification"}
+    for event, groups in settings["hooks"].items():
+        (group,) = groups
+        (entry,) = group["hooks"]
+        assert entry["command"] == (
+            f"command -v kindling >/dev/null 2>&1 && kindling hook {event} || true"
+        )
+        assert entry.get("async", False) is (event in background)
+        assert 5 <= entry["timeout"] <= 60
         assert group.get("matcher") == ("*" if event.startswith("PostToolUse") else None)
+    local = install_claude_code_hooks(tmp_path, local=True)
+    assert local == tmp_path / ".claude" / "settings.local.json"
+    assert json.loads(local.read_text()) == settings
 
 
 def test_install_merges_and_is_idempotent(tmp_path):
@@ -408,8 +511,14 @@ def test_install_merges_and_is_idempotent(tmp_path):
     merged = json.loads(first)
     assert merged["permissions"] == mine["permissions"]
     assert merged["hooks"]["PostToolUse"][0] == mine["hooks"]["PostToolUse"][0]
-    assert merged["hooks"]["PostToolUse"][1]["hooks"][0]["command"] == "kindling hook PostToolUse"
-    assert merged["hooks"]["Stop"] == mine["hooks"]["Stop"]  # already there, by another path
+    assert merged["hooks"]["PostToolUse"][1]["hooks"][0]["command"].endswith(
+        "kindling hook PostToolUse || true"
+    )
+    # already there, by another path: kept as written, given a timeout
+    (stop,) = merged["hooks"]["Stop"]
+    assert stop["hooks"] == [
+        {"type": "command", "command": "/opt/bin/kindling hook Stop", "timeout": 10}
+    ]
     install_claude_code_hooks(tmp_path)
     assert settings_path.read_bytes() == first
 
@@ -451,4 +560,4 @@ def test_installed_commands_run_as_claude_code_runs_them(project, tmp_path):
             env={**os.environ, "CLAUDE_PROJECT_DIR": str(project)},
         )
         assert result.returncode == 0 and result.stderr == b"", result.stderr
-    assert [o["kind"] for o in stored(project, "observations")] == ["command"]
+    assert sorted(o["kind"] for o in stored(project, "observations")) == ["command", "message"]

@@ -187,7 +187,7 @@ def test_the_import_is_indexed_as_written_without_a_sync(other, monkeypatch):
         st.tuples(
             st.sampled_from(OBSERVATION_KINDS),
             st.text(min_size=1, max_size=40).filter(str.strip),
-            st.integers(min_value=0, max_value=2**53),
+            st.integers(min_value=0, max_value=253_402_300_799_999),
             st.dictionaries(st.sampled_from(["sessionId", "repoId"]), st.sampled_from(["a", "b"])),
             st.dictionaries(st.text(max_size=5), st.text(max_size=10), max_size=2),
         ),

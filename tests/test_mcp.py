@@ -3,116 +3,245 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-TOOLS = {"search", "log", "pin", "forget", "capsule_open", "capsule_close", "show"}
+TOOLS = {
+    "context",
+    "search",
+    "recent",
+    "get",
+    "log",
+    "capsule_open",
+    "capsule_close",
+    "pin",
+    "unpin",
+    "forget",
+}
+READ_ONLY = {"context", "search", "recent", "get"}
+DESTRUCTIVE = {"unpin", "forget"}
+IDEMPOTENT = READ_ONLY | DESTRUCTIVE
 
 
-def session(store, home):
-    """Start `python -m kindling --store STORE mcp` and connect to it over stdio."""
+def make_store(folder: Path) -> Path:
+    from kindling.store import Store
+
+    root = folder / ".kindling"
+    Store.create(root)
+    return root
+
+
+@contextlib.asynccontextmanager
+async def connect(stores: list[Path], home: Path, errlog):
+    """Start `python -m kindling mcp --store ...` and connect to it over stdio."""
     from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
 
+    args = ["-m", "kindling", "mcp"]
+    for store in stores:
+        args += ["--store", str(store)]
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "kindling", "--store", str(store), "mcp"],
-        env={"HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")},
+        args=args,
+        # The SDK passes on only a few variables; PYTHONPATH picks this checkout's kindling.
+        env={
+            "HOME": str(home),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+        },
         cwd=str(home),
     )
-    return Client(params, read_timeout_seconds=30)
+    async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=60) as client:
+        yield client
 
 
-async def ok(client, tool, **arguments) -> dict:
+async def ok(client, tool, **arguments):
     result = await client.call_tool(tool, arguments)
     assert not result.is_error, result.content[0].text
-    return result.structured_content
+    return result.content[0].text, result.structured_content
 
 
 async def error(client, tool, **arguments) -> str:
+    """A tool error of Kindling's own: one short line."""
+    message = await schema_error(client, tool, **arguments)
+    assert "\n" not in message.strip() and len(message) < 400, message
+    return message
+
+
+async def schema_error(client, tool, **arguments) -> str:
+    """Arguments the tool's input schema refuses: the SDK's (several-line) validation error."""
     result = await client.call_tool(tool, arguments)
-    assert result.is_error
-    return result.content[0].text
+    assert result.is_error, (tool, arguments)
+    message = result.content[0].text
+    assert len(message) < 1_000 and "Traceback" not in message, message
+    return message
 
 
-def test_tools_log_search_pin(store_dir, isolated_env):
-    pytest.importorskip("mcp")  # only the scenarios need the SDK
+def scenario(stores, home, tmp_path, body):
+    """Run `body(client)` against a server; its stderr must never hold a traceback."""
+    pytest.importorskip("mcp")
+    log_path = tmp_path / "server-stderr.txt"
+    with open(log_path, "w") as errlog:
 
-    async def scenario():
-        async with session(store_dir, isolated_env) as client:
-            listed = await client.list_tools()
-            assert {t.name for t in listed.tools} == TOOLS
-            assert all(t.description for t in listed.tools)
-            search = next(t for t in listed.tools if t.name == "search")
-            assert search.input_schema["required"] == ["query"]
+        async def run():
+            async with connect(stores, home, errlog) as client:
+                await body(client)
 
-            scope = {"sessionId": "s1", "repoId": "acme"}
-            first = await ok(
-                client,
-                "log",
-                content="JWT validation failed: token expired",
+        asyncio.run(run())
+    assert "Traceback" not in log_path.read_text()
+
+
+def test_tools_carry_annotations_and_schemas(store_dir, isolated_env, tmp_path):
+    async def body(client):
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(listed) == TOOLS
+        for name, t in listed.items():
+            assert t.description
+            hints = t.annotations
+            assert hints.read_only_hint is (name in READ_ONLY), name
+            assert hints.destructive_hint is (name in DESTRUCTIVE), name
+            assert hints.idempotent_hint is (name in IDEMPOTENT), name
+            assert "store" in t.input_schema["properties"], name
+        assert listed["search"].input_schema["required"] == ["query"]
+        assert listed["get"].input_schema["required"] == ["ids"]
+
+    scenario([store_dir], isolated_env, tmp_path, body)
+
+
+def test_every_tool_with_valid_arguments(store_dir, isolated_env, tmp_path):
+    async def body(client):
+        scope = {"sessionId": "s1", "repoId": "acme"}
+        text, cap = await ok(client, "capsule_open", intent="fix login", scope=scope)
+        cap_id = cap["id"]
+        assert text.startswith(f"opened {cap_id}")
+        _, first = await ok(
+            client, "log", content="JWT validation failed: token expired", kind="error", scope=scope
+        )
+        _, second = await ok(
+            client, "log", content="password=hunter2hunter2 in the logs", scope=scope
+        )
+        assert "hunter2hunter2" not in second["items"][0]["content"]  # masked like `kindling log`
+
+        text, found = await ok(client, "search", query="token expired")
+        assert first["id"] in [r["id"] for r in found["results"]]
+        assert "token expired" in text and first["id"][:8] in text
+
+        text, listed = await ok(client, "recent", type="observations", kinds=["error"])
+        assert [i["id"] for i in listed["items"]] == [first["id"]]
+        text, got = await ok(client, "get", ids=[first["id"][:8], cap_id])
+        assert [i["type"] for i in got["items"]] == ["observation", "capsule"]
+
+        text, context = await ok(client, "context", session_id="s1")
+        assert cap_id in text and "JWT validation failed" in text
+
+        _, pinned = await ok(client, "pin", target_type="observation", target_id=first["id"])
+        pin_id = pinned["id"]
+        _, again = await ok(client, "search", query="anything at all")
+        assert [p["pinId"] for p in again["pins"]] == [pin_id]
+        text, _ = await ok(client, "unpin", pin_id=pin_id)
+        assert text == f"unpinned {pin_id}"
+
+        text, closed = await ok(
+            client,
+            "capsule_close",
+            capsule_id=cap_id,
+            summary="exp is in seconds",
+            evidence=[first["id"]],
+        )
+        assert closed["capsule"]["status"] == "closed"
+        assert closed["summary"]["evidenceRefs"] == [first["id"]]
+        _, summaries = await ok(client, "recent", type="summaries")
+        assert summaries["items"][0]["content"] == "exp is in seconds"
+
+        text, forgotten = await ok(client, "forget", observation_id=second["id"])
+        assert forgotten == {"id": second["id"], "redacted": True}
+
+    scenario([store_dir], isolated_env, tmp_path, body)
+
+
+def test_invalid_arguments_are_short_errors(store_dir, isolated_env, tmp_path):
+    async def body(client):
+        _, cap = await ok(client, "capsule_open", intent="x", scope={"sessionId": "s9"})
+        await ok(client, "capsule_close", capsule_id=cap["id"])
+        assert "already closed" in await error(client, "capsule_close", capsule_id=cap["id"])
+        assert "no entity" in await error(client, "get", ids=["nothing-like-this"])
+        await schema_error(client, "get", ids=[])
+        await schema_error(client, "log", content="x", kind="bogus")
+        assert "bogus" in await schema_error(client, "log", content="x", scope={"bogus": "x"})
+        await error(client, "log", content="   ")
+        await schema_error(client, "pin", target_type="capsule", target_id=cap["id"])
+        assert "intent" in await error(client, "capsule_open", intent="  ")
+        await schema_error(client, "capsule_open", intent="x", type="meeting")
+        await ok(client, "capsule_open", intent="once", scope={"sessionId": "s10"})
+        assert "already has an open session capsule" in await error(
+            client, "capsule_open", intent="twice", scope={"sessionId": "s10"}
+        )
+        assert "no pin" in await error(client, "unpin", pin_id="pin_0000000000")
+        await error(client, "forget", observation_id="00000000-0000")
+        assert "observations only" in await error(
+            client, "recent", type="capsules", kinds=["error"]
+        )
+        await schema_error(client, "recent", type="bogus")
+        await schema_error(client, "context", max_tokens=10)
+        assert "no store" in await error(client, "search", query="x", store="elsewhere")
+        # Pathological queries: a short error or an ordinary answer, never a crash.
+        assert "characters" in await error(client, "search", query="a" * 50_000)
+        for query in ['"unbalanced', "NEAR(", "*", "\x00", "((((((((((", "a" * 1_999, "^-:"]:
+            result = await client.call_tool("search", {"query": query})
+            if result.is_error:
+                assert len(result.content[0].text) < 400
+
+    scenario([store_dir], isolated_env, tmp_path, body)
+
+
+def test_text_results_keep_to_the_token_budget(store_dir, isolated_env, tmp_path):
+    from kindling.memory import Memory
+
+    with Memory(store_dir) as memory:
+        for i in range(150):
+            memory.log(
+                f"token refresh attempt {i}: " + "the session token expired before refresh " * 6,
                 kind="error",
-                scope=scope,
+                scope={"repoId": "acme"},
             )
-            await ok(client, "log", content="token refresh works after the fix", scope=scope)
-            found = await ok(client, "search", query="token expired")
-            assert found["pins"] == []
-            assert first["id"] in [c["entity"]["id"] for c in found["candidates"]]
-            assert found["provenance"]["query"] == "token expired"
 
-            pin = await ok(
-                client,
-                "pin",
-                target_type="observation",
-                target_id=first["id"][:8],
-                note="root cause",
-            )
-            assert pin["targetId"] == first["id"]
-            again = await ok(client, "search", query="refresh")
-            assert [p["pin"]["id"] for p in again["pins"]] == [pin["id"]]
-            assert again["pins"][0]["target"]["content"] == first["content"]
+    async def body(client):
+        for tool, arguments in [
+            ("search", {"query": "token refresh", "max_results": 100}),
+            ("recent", {"limit": 150}),
+            ("context", {}),
+        ]:
+            for budget in (200, 1_000):
+                text, _ = await ok(client, tool, max_tokens=budget, **arguments)
+                used = len(text) / 4  # the ~4 characters/token rule retrieval uses
+                assert budget * 0.75 <= used <= budget * 1.1, (tool, budget, used)
+        text, structured = await ok(
+            client, "search", query="token refresh", max_results=100, max_tokens=1_000
+        )
+        assert structured["truncated"] is True and structured["total"] == 150
+        assert len(structured["results"]) == text.count("\n- ") + text.startswith("- ")
 
-    asyncio.run(scenario())
+    scenario([store_dir], isolated_env, tmp_path, body)
 
 
-def test_capsules_show_forget_and_errors(store_dir, isolated_env):
-    pytest.importorskip("mcp")  # only the scenarios need the SDK
+def test_several_stores(isolated_env, tmp_path):
+    api, web = make_store(tmp_path / "api"), make_store(tmp_path / "web")
 
-    async def scenario():
-        async with session(store_dir, isolated_env) as client:
-            cap = await ok(client, "capsule_open", intent="fix login", scope={"sessionId": "s2"})
-            obs = await ok(
-                client,
-                "log",
-                content="password=hunter2hunter2 in the logs",
-                scope={"sessionId": "s2"},
-            )
-            assert "hunter2hunter2" not in obs["content"]  # masked like `kindling log`
-            closed = await ok(
-                client,
-                "capsule_close",
-                capsule_id=cap["id"],
-                summary="rotated the password",
-                confidence=0.8,
-                evidence=[obs["id"]],
-            )
-            assert closed["capsule"]["status"] == "closed"
-            assert closed["capsule"]["observationIds"] == [obs["id"]]
-            assert closed["summary"]["evidenceRefs"] == [obs["id"]]
+    async def body(client):
+        await ok(client, "log", content="api: rate limiter buckets of 50")
+        await ok(client, "log", content="web: rate limiter shows a banner", store="web")
+        await ok(client, "log", content="web again: banner text", store=str(web))
+        _, default = await ok(client, "search", query="rate limiter")
+        assert [r["content"] for r in default["results"]] == ["api: rate limiter buckets of 50"]
+        _, other = await ok(client, "recent", store="web")
+        assert len(other["items"]) == 2
 
-            shown = await ok(client, "show", id=closed["summary"]["id"])
-            assert shown["type"] == "summary" and shown["path"].endswith(".json")
-            forgotten = await ok(client, "forget", observation_id=obs["id"])
-            assert forgotten["redacted"] is True and forgotten["content"] == "[redacted]"
-
-            assert "already closed" in await error(client, "capsule_close", capsule_id=cap["id"])
-            assert "no entity" in await error(client, "show", id="nothing-like-this")
-            assert "kind" in await error(client, "log", content="x", kind="bogus")
-            assert "scope" in await error(client, "log", content="x", scope={"bogus": "x"})
-            assert "pin" in await error(client, "pin", target_type="capsule", target_id=cap["id"])
-
-    asyncio.run(scenario())
+    scenario([api, web], isolated_env, tmp_path, body)
 
 
 def test_missing_sdk_says_how_to_install(run, monkeypatch):
@@ -120,7 +249,7 @@ def test_missing_sdk_says_how_to_install(run, monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     result = run("mcp")
     assert result.exit_code == 1
-    assert "install kindling-memory[mcp]" in result.output
+    assert "pip install 'kindling-memory[mcp]'" in result.output
 
 
 def test_core_modules_do_not_import_the_sdk():
@@ -133,7 +262,7 @@ def test_core_modules_do_not_import_the_sdk():
 
 def test_no_store_is_a_clear_error(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "kindling", "--store", str(tmp_path / "missing"), "mcp"],
+        [sys.executable, "-m", "kindling", "mcp", "--store", str(tmp_path / "missing")],
         capture_output=True,
         stdin=subprocess.DEVNULL,
         timeout=60,

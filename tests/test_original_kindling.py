@@ -487,6 +487,12 @@ def test_kindling_hook_is_a_console_script():
     assert scripts["kindling"] == "kindling.cli:main"
 
 
+def test_kindling_hook_help_shows_its_own_usage(project):
+    result = kindling_hook_script("--help", b"", project)
+    assert result.returncode == 0
+    assert "Usage: kindling-hook [OPTIONS] EVENT" in result.stdout.decode()
+
+
 def test_every_original_hook_command_runs_and_records(project):
     from kindling.memory import Memory
 
@@ -525,9 +531,10 @@ def test_every_original_hook_command_runs_and_records(project):
     with Memory(project / ".kindling") as memory:
         contents = [o["content"] for o in memory.list("observations")]
         (capsule,) = memory.list("capsules")
-    assert len(contents) == 5  # subagent-stop records nothing
+    # subagent-stop without a message records nothing; session-start records the start
+    assert len(contents) == 6
     assert "why does checkout 500?" in contents
-    assert capsule["status"] == "open" and len(capsule["observationIds"]) == 5
+    assert capsule["status"] == "open" and len(capsule["observationIds"]) == 6
 
 
 def test_kebab_and_pascal_names_are_the_same_event(project):

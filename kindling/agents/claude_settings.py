@@ -1,7 +1,11 @@
-"""Merge Kindling's hook commands into a project's `.claude/settings.json`.
+"""Merge Kindling's hook commands into a project's `.claude/settings.json` (or settings.local.json).
 
 The file belongs to the user: every key, hook and matcher already in it is kept, Kindling's
-entries are added only where they are missing, and running it again changes nothing.
+entries are added where missing (or brought up to date), and running it again changes
+nothing. The commands are safe to commit: on a machine without Kindling they do nothing
+(`command -v kindling ... || true`, which Claude Code's shell runs on every OS, Git Bash on
+Windows included). Capture-only events run in the background (`"async": true`) so the agent
+never waits for them; events that answer with context, or close a session, stay synchronous.
 """
 
 from __future__ import annotations
@@ -9,66 +13,124 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from kindling.agents.hooks import EVENTS, TOOL_EVENTS
 from kindling.errors import KindlingError
-from kindling.fileio import write_atomic
+from kindling.fileio import read_regular, write_atomic
 
 SETTINGS_PATH = Path(".claude") / "settings.json"
+LOCAL_SETTINGS_PATH = Path(".claude") / "settings.local.json"
+
+
+class HookSetting(NamedTuple):
+    """How Claude Code runs one event's hook: its timeout (seconds) and whether it waits."""
+
+    timeout: int
+    background: bool = False
+    tools: bool = False  # takes a matcher over tool names
+
+
+# SessionEnd's hooks share a 1.5 s budget unless a hook asks for more with its own timeout.
+HOOKED = {
+    "SessionStart": HookSetting(15),
+    "UserPromptSubmit": HookSetting(10),
+    "PostToolUse": HookSetting(30, background=True, tools=True),
+    "PostToolUseFailure": HookSetting(30, background=True, tools=True),
+    "Notification": HookSetting(30, background=True),
+    "Stop": HookSetting(10),
+    "SubagentStop": HookSetting(10),
+    "PreCompact": HookSetting(10),
+    "PostCompact": HookSetting(10),
+    "SessionEnd": HookSetting(15),
+}
 
 
 def hook_command(event: str, command: str = "kindling") -> str:
-    """The shell command Claude Code runs for one event."""
+    """The shell command Claude Code runs for one event; a no-op where Kindling is missing."""
+    if command == "kindling":
+        return f"command -v kindling >/dev/null 2>&1 && kindling hook {event} || true"
     return f"{command} hook {event}"
 
 
+def hook_entry(event: str, command: str = "kindling") -> dict[str, Any]:
+    """One event's hook object: command, timeout and, for capture-only events, async."""
+    setting = HOOKED[event]
+    entry: dict[str, Any] = {
+        "type": "command",
+        "command": hook_command(event, command),
+        "timeout": setting.timeout,
+    }
+    if setting.background:
+        entry["async"] = True
+    return entry
+
+
 def _is_kindling_hook(entry: object, event: str) -> bool:
-    # Any command ending in `kindling hook EVENT` counts, whatever path the executable has.
+    # Ours: any command running `<...kindling...> hook EVENT`, whatever the wrapping.
     if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
         return False
-    words = entry["command"].split()
-    return len(words) >= 3 and words[-2:] == ["hook", event] and "kindling" in words[-3]
+    words = entry["command"].replace("&&", " ").replace("||", " ").split()
+    return any(
+        "kindling" in words[i] and words[i + 1 : i + 3] == ["hook", event]
+        for i in range(len(words) - 2)
+    )
 
 
 def merge_hooks(settings: dict[str, Any], command: str = "kindling") -> dict[str, Any]:
-    """Return `settings` with a Kindling hook for every event, keeping everything else."""
+    """Return `settings` with Kindling's hook for every event, keeping everything else."""
     merged = dict(settings)
     hooks = merged.get("hooks", {})
     if not isinstance(hooks, dict):
-        raise KindlingError('"hooks" in .claude/settings.json is not an object; fix it by hand')
+        raise KindlingError('"hooks" in the Claude Code settings is not an object; fix it by hand')
     hooks = dict(hooks)
-    for event in EVENTS:
+    for event in HOOKED:
         groups = hooks.get(event, [])
         if not isinstance(groups, list):
-            raise KindlingError(f'"hooks.{event}" in .claude/settings.json is not a list')
-        present = any(
-            _is_kindling_hook(h, event)
-            for g in groups
-            if isinstance(g, dict) and isinstance(g.get("hooks"), list)
-            for h in g["hooks"]
-        )
-        if present:
-            continue
-        group: dict[str, Any] = {
-            "hooks": [{"type": "command", "command": hook_command(event, command)}]
-        }
-        if event in TOOL_EVENTS:
-            group = {"matcher": "*", **group}
-        hooks[event] = [*groups, group]
+            raise KindlingError(f'"hooks.{event}" in the Claude Code settings is not a list')
+        wanted = hook_entry(event, command)
+        placed = False
+        new_groups = []
+        for group in groups:
+            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+                new_groups.append(group)
+                continue
+            entries = []
+            for entry in group["hooks"]:
+                if _is_kindling_hook(entry, event):
+                    if placed:
+                        continue  # a duplicate of ours
+                    # A command of the user's own (a full path, a wrapper) is kept as written.
+                    bare = entry["command"].strip() == f"kindling hook {event}"
+                    keep = {} if bare else {"command": entry["command"]}
+                    entry, placed = {**wanted, **keep}, True
+                entries.append(entry)
+            if entries:
+                new_groups.append({**group, "hooks": entries})
+        if not placed:
+            group = {"hooks": [wanted]}
+            if HOOKED[event].tools:
+                group = {"matcher": "*", **group}
+            new_groups.append(group)
+        hooks[event] = new_groups
     merged["hooks"] = hooks
     return merged
 
 
-def install_claude_code_hooks(project_dir: str | os.PathLike, *, command: str = "kindling") -> Path:
-    """Write Kindling's hooks into PROJECT_DIR/.claude/settings.json (merged); returns its path."""
-    path = Path(project_dir) / SETTINGS_PATH
+def install_claude_code_hooks(
+    project_dir: str | os.PathLike, *, command: str = "kindling", local: bool = False
+) -> Path:
+    """Write Kindling's hooks into the project's Claude Code settings (merged); returns the path.
+
+    `local` writes .claude/settings.local.json (personal, not committed) instead.
+    """
+    path = Path(project_dir) / (LOCAL_SETTINGS_PATH if local else SETTINGS_PATH)
     settings: Any = {}
-    if path.exists():
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise KindlingError(f"cannot read {path}: {exc}") from None
+    try:
+        raw = read_regular(path)
+        text = None if raw is None else raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KindlingError(f"cannot read {path}: {exc}") from None
+    if text is not None:
         if text.strip():
             try:
                 settings = json.loads(text)

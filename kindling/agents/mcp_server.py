@@ -1,139 +1,307 @@
-"""`kindling mcp`: a Model Context Protocol server over stdio, one tool per Memory call.
+"""`kindling mcp`: a Model Context Protocol server over stdio for one or several stores.
 
-The MCP SDK is an optional extra (`kindling-memory[mcp]`), imported only when the server is built.
-Tool annotations are evaluated where the tools are defined (no postponed annotations in this
-module), because the SDK reads them to publish each tool's input schema.
+Tools: context (what a Claude Code session start is told), search, recent, get, log,
+capsule_open, capsule_close, pin, unpin, forget; each annotated (read-only, destructive,
+idempotent) and answering with compact text within a token budget plus lean structured
+content. Every tool takes an optional `store` naming which store (default: the first).
+The MCP SDK is an optional extra, imported only when the server is built. Type annotations
+are evaluated where the tools are defined (no postponed annotations in this module), because
+the SDK reads them to publish each tool's input schema.
 """
 
 import functools
 from typing import Annotated, Any, Literal
 
 from kindling import __version__
+from kindling.agents import context as agent_context
+from kindling.agents.mcp_text import DEFAULT_TOKENS, render_entities, render_search
 from kindling.errors import KindlingError
-from kindling.model import CAPSULE_TYPES, OBSERVATION_KINDS, SCOPE_KEYS, SINGULAR
+from kindling.model import CAPSULE_TYPES, ENTITY_TYPES, OBSERVATION_KINDS, SCOPE_KEYS
+from kindling.repo_identity import RepoIdentity, identify
 
 INSTALL_HINT = (
     "kindling mcp needs the MCP SDK: install kindling-memory[mcp] "
     "(pip install 'kindling-memory[mcp]')"
 )
+MAX_QUERY_CHARS = 2_000
+MAX_IDS = 50
 
 INSTRUCTIONS = """\
 Kindling is this project's memory: observations (what happened), capsules (episodes of work)
-with summaries, and pins (what must always come back). Call `search` before starting work on
-something that may have come up before; results come in three tiers: pins, the current
-summary, then ranked full-text candidates with provenance. Record findings with `log`, group
-work with `capsule_open`/`capsule_close` (closing with a summary), `pin` what matters, and
-`forget` anything that should not have been recorded. Ids accept unique prefixes (6+ chars).
+with summaries, and pins (what must always come back). Start with `context` for pins, recent
+session summaries, open problems and recent activity. Call `search` before working on
+something that may have come up before; `recent` lists the latest entries, `get` fetches
+entities by id. Record findings with `log`, group work with `capsule_open`/`capsule_close`
+(closing with a summary), `pin`/`unpin` what matters, and `forget` anything that should not
+have been recorded. Ids accept unique prefixes (6+ chars). Stores served: {stores}.
 """
 
 Kind = Literal[OBSERVATION_KINDS]  # type: ignore[valid-type]
 CapsuleType = Literal[CAPSULE_TYPES]  # type: ignore[valid-type]
+EntityType = Literal[ENTITY_TYPES]  # type: ignore[valid-type]
 
 
 def _sdk():
     try:
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
+        from mcp.types import CallToolResult, TextContent, ToolAnnotations
         from pydantic import ConfigDict, Field, with_config
         from typing_extensions import TypedDict
     except ImportError:
         raise KindlingError(INSTALL_HINT) from None
-    return MCPServer, ToolError, Field, TypedDict, ConfigDict, with_config
+    return (
+        MCPServer,
+        ToolError,
+        CallToolResult,
+        TextContent,
+        ToolAnnotations,
+        Field,
+        (
+            TypedDict,
+            ConfigDict,
+            with_config,
+        ),
+    )
 
 
-def build_server(memory):
-    """An MCPServer whose tools call `memory` (a kindling.Memory)."""
-    MCPServer, ToolError, Field, TypedDict, ConfigDict, with_config = _sdk()
+class Served:
+    """The stores a server answers for, by name; the first is the default."""
 
-    # Scope of an entity: any of the five ids.
+    def __init__(self, memories: list) -> None:
+        self.memories: dict[str, Any] = {}
+        self.repos: dict[str, RepoIdentity] = {}
+        for memory in memories:
+            repo = identify(memory.store.root.parent)
+            name, n = repo.id, 2
+            while name in self.memories:
+                name, n = f"{repo.id}#{n}", n + 1
+            self.memories[name] = memory
+            self.repos[name] = repo
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.memories)
+
+    def pick(self, store: str | None) -> tuple[Any, RepoIdentity]:
+        """The memory a tool call names (by name or store path), else the first."""
+        if store is None:
+            name = self.names[0]
+        elif store in self.memories:
+            name = store
+        else:
+            name = next(
+                (
+                    n
+                    for n, m in self.memories.items()
+                    if str(m.store.root) in (store, store.rstrip("/"))
+                ),
+                None,
+            )
+            if name is None:
+                raise KindlingError(f"no store {store!r} here; use one of {', '.join(self.names)}")
+        return self.memories[name], self.repos[name]
+
+
+def build_server(memories: list):
+    """An MCPServer whose tools call the given kindling.Memory objects."""
+    MCPServer, ToolError, CallToolResult, TextContent, ToolAnnotations, Field, typing_ = _sdk()
+    TypedDict, ConfigDict, with_config = typing_
+    served = Served(memories)
+
     ScopeIds = with_config(ConfigDict(extra="forbid"))(
         TypedDict("ScopeIds", {key: str for key in SCOPE_KEYS}, total=False)  # noqa: UP013
     )
-
     Scope = Annotated[
-        ScopeIds | None, Field(description='Scope ids, e.g. {"sessionId": "s1", "repoId": "app"}')
+        ScopeIds | None,
+        Field(description='Scope ids, e.g. {"sessionId": "s1", "repoId": "github.com/acme/app"}'),
     ]
     Ref = Annotated[str, Field(description="Full id or a unique prefix of 6+ characters")]
+    Store = Annotated[
+        str | None,
+        Field(description=f"Which store: {', '.join(served.names)} (default: the first)"),
+    ]
+    Tokens = Annotated[
+        int, Field(ge=50, le=20_000, description="Token budget of the answer (~4 chars/token)")
+    ]
 
     server = MCPServer(
-        "kindling", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+        "kindling",
+        version=__version__,
+        instructions=INSTRUCTIONS.format(stores=", ".join(served.names)),
+        log_level="WARNING",
     )
 
-    def tool(fn):
-        # Library errors become MCP tool errors carrying their message for the model to read.
-        @functools.wraps(fn)
-        async def call(**kwargs):
-            try:
-                return fn(**kwargs)
-            except KindlingError as exc:
-                raise ToolError(str(exc)) from None
+    def answer(text: str, structured: dict) -> Any:
+        return CallToolResult(
+            content=[TextContent(type="text", text=text)], structured_content=structured
+        )
 
-        server.tool(name=fn.__name__)(call)
-        return fn
+    def tool(*, read_only: bool, destructive: bool = False, idempotent: bool = False):
+        hints = ToolAnnotations(
+            read_only_hint=read_only,
+            destructive_hint=destructive,
+            idempotent_hint=idempotent,
+            open_world_hint=False,
+        )
 
-    @tool
+        def register(fn):
+            # Every failure becomes a one-line tool error for the model, never a traceback.
+            @functools.wraps(fn)
+            async def call(**kwargs):
+                try:
+                    return fn(**kwargs)
+                except KindlingError as exc:
+                    raise ToolError(str(exc)) from None
+                except Exception as exc:  # noqa: BLE001
+                    raise ToolError(f"{fn.__name__} failed: {type(exc).__name__}") from None
+
+            server.tool(name=fn.__name__, annotations=hints)(call)
+            return fn
+
+        return register
+
+    def written(entity_type: str, entity: dict, verb: str) -> Any:
+        text, structured = render_entities(
+            [(entity_type, entity)], DEFAULT_TOKENS, heading=f"{verb} {entity['id']}", flat=False
+        )
+        return answer(text, {**structured, "id": entity["id"]})
+
+    def with_repo(scope: dict | None, repo: RepoIdentity) -> dict:
+        scope = dict(scope or {})
+        if "repoId" not in scope:
+            scope["repoId"] = repo.id  # so the repository's context finds it in any store
+        return scope
+
+    @tool(read_only=True, idempotent=True)
+    def context(
+        session_id: Annotated[
+            str | None, Field(description="Your session id, to see its open capsule")
+        ] = None,
+        max_tokens: Tokens = 2_000,
+        store: Store = None,
+    ) -> CallToolResult:
+        """What a session should start with: pins, recent summaries, open problems, activity."""
+        memory, repo = served.pick(store)
+        with memory.batch():
+            capsule = memory.open_session_capsule(session_id) if session_id else None
+            text, shown = agent_context.session_context(
+                memory,
+                repo,
+                session_id,
+                capsule["id"] if capsule else None,
+                max_chars=max_tokens * 4,
+            )
+        return answer(text, {"repoId": repo.id, "shown": shown})
+
+    @tool(read_only=True, idempotent=True)
     def search(
-        query: Annotated[str, Field(description="Words to look for (SQLite FTS5 full-text)")],
+        query: Annotated[str, Field(description="Words to look for (full text)")],
         scope: Scope = None,
         kinds: Annotated[list[Kind] | None, Field(description="Only these kinds")] = None,
-        since: Annotated[int | None, Field(description="Only from this epoch ms on")] = None,
+        since: Annotated[int | None, Field(ge=0, description="Only from this epoch ms on")] = None,
         max_results: Annotated[int, Field(ge=1, le=200, description="Most candidates")] = 10,
-        max_tokens: Annotated[int | None, Field(ge=1, description="Token budget")] = None,
+        max_tokens: Tokens = DEFAULT_TOKENS,
         include_redacted: bool = False,
-    ) -> dict[str, Any]:
-        """Retrieve memory: pins first, then the current summary, then ranked candidates."""
-        return memory.search(
+        store: Store = None,
+    ) -> CallToolResult:
+        """Pins first, then the current summary, then ranked matches, within max_tokens."""
+        if len(query) > MAX_QUERY_CHARS:
+            raise KindlingError(
+                f"query is {len(query):,} characters; keep it under {MAX_QUERY_CHARS:,}"
+            )
+        memory, _ = served.pick(store)
+        result = memory.search(
             query,
             scope=dict(scope or {}) or None,
             kinds=kinds,
             since=since,
             max_results=max_results,
-            max_tokens=max_tokens,
             include_redacted=include_redacted,
         )
+        return answer(*render_search(result, max_tokens))
 
-    @tool
+    @tool(read_only=True, idempotent=True)
+    def recent(
+        type: EntityType = "observations",
+        scope: Scope = None,
+        kinds: Annotated[
+            list[Kind] | None, Field(description="Observations of these kinds only")
+        ] = None,
+        since: Annotated[int | None, Field(ge=0, description="Only from this epoch ms on")] = None,
+        limit: Annotated[int, Field(ge=1, le=200)] = 20,
+        max_tokens: Tokens = DEFAULT_TOKENS,
+        store: Store = None,
+    ) -> CallToolResult:
+        """The latest entities of one type, newest first, optionally filtered."""
+        memory, _ = served.pick(store)
+        if kinds and type != "observations":
+            raise KindlingError("kinds apply to observations only")
+        listed = memory.list(
+            type, scope=dict(scope or {}) or None, kinds=kinds, since=since, limit=limit
+        )
+        return answer(
+            *render_entities(
+                [(type, e) for e in listed], max_tokens, heading=f"{len(listed)} recent {type}"
+            )
+        )
+
+    @tool(read_only=True, idempotent=True)
+    def get(
+        ids: Annotated[
+            list[str], Field(min_length=1, max_length=MAX_IDS, description="Ids or prefixes")
+        ],
+        max_tokens: Tokens = 4_000,
+        store: Store = None,
+    ) -> CallToolResult:
+        """One or several entities of any type by id or unique prefix, content in full."""
+        memory, _ = served.pick(store)
+        with memory.batch():
+            found = [memory.get(ref) for ref in dict.fromkeys(ids)]
+        return answer(
+            *render_entities(
+                [(f.entity_type, f.entity) for f in found],
+                max_tokens,
+                heading=f"{len(found)} entit{'y' if len(found) == 1 else 'ies'}",
+                flat=False,
+            )
+        )
+
+    @tool(read_only=False)
     def log(
-        content: Annotated[str, Field(description="What happened, as text")],
+        content: Annotated[str, Field(description="What happened or was learned, as text")],
         kind: Kind = "message",
         scope: Scope = None,
         provenance: Annotated[
             dict[str, Any] | None, Field(description="Source metadata (file, command, ...)")
         ] = None,
         capsule_id: Annotated[str | None, Field(description="Append to this open capsule")] = None,
-    ) -> dict[str, Any]:
-        """Record an observation (secrets are masked); returns it as stored."""
-        scope = dict(scope or {})
-        written = memory.log(
-            content, kind=kind, scope=scope, provenance=provenance, capsule_id=capsule_id
-        )
-        return written.entity
+        store: Store = None,
+    ) -> CallToolResult:
+        """Record an observation (secrets are masked)."""
+        memory, repo = served.pick(store)
+        entity = memory.log(
+            content,
+            kind=kind,
+            scope=with_repo(scope, repo),
+            provenance=provenance,
+            capsule_id=capsule_id,
+        ).entity
+        return written("observations", entity, "logged")
 
-    @tool
-    def pin(
-        target_type: Literal["observation", "summary"],
-        target_id: Ref,
-        note: Annotated[str | None, Field(description="Why it matters")] = None,
-        ttl_ms: Annotated[int | None, Field(ge=1, description="Expire after this many ms")] = None,
-    ) -> dict[str, Any]:
-        """Pin an observation or summary so every search returns it first; returns the pin."""
-        return memory.pin(target_type, target_id, note=note, ttl=ttl_ms).entity
-
-    @tool
-    def forget(observation_id: Ref) -> dict[str, Any]:
-        """Redact an observation: the record stays, its content and provenance are removed."""
-        return memory.forget(observation_id).entity
-
-    @tool
+    @tool(read_only=False)
     def capsule_open(
         intent: Annotated[str, Field(description="What this episode of work is for")],
         type: CapsuleType = "session",
         scope: Scope = None,
-    ) -> dict[str, Any]:
-        """Open a capsule (one open session capsule per session); returns it."""
-        return memory.open_capsule(intent, type=type, scope=dict(scope or {})).entity
+        store: Store = None,
+    ) -> CallToolResult:
+        """Open a capsule (one open session capsule per session)."""
+        memory, repo = served.pick(store)
+        entity = memory.open_capsule(intent, type=type, scope=with_repo(scope, repo)).entity
+        return written("capsules", entity, "opened")
 
-    @tool
+    @tool(read_only=False)
     def capsule_close(
         capsule_id: Ref,
         summary: Annotated[str | None, Field(description="What was learned or done")] = None,
@@ -141,28 +309,58 @@ def build_server(memory):
         evidence: Annotated[
             list[str] | None, Field(description="Observation ids backing the summary")
         ] = None,
-    ) -> dict[str, Any]:
-        """Close a capsule, optionally writing its summary; returns the capsule and summary."""
+        store: Store = None,
+    ) -> CallToolResult:
+        """Close a capsule, optionally writing its summary."""
+        memory, _ = served.pick(store)
         capsule = memory.close_capsule(
             capsule_id, summary=summary, confidence=confidence, evidence=evidence or ()
         ).entity
-        written = None
+        text = f"closed {capsule['id']}"
+        structured: dict[str, Any] = {"capsule": capsule, "summary": None}
         if capsule.get("summaryId"):
-            written = memory.get(capsule["summaryId"]).entity
-        return {"capsule": capsule, "summary": written}
+            structured["summary"] = memory.get(capsule["summaryId"]).entity
+            text += f" with summary {capsule['summaryId']}"
+        return answer(text, structured)
 
-    @tool
-    def show(id: Ref) -> dict[str, Any]:
-        """One entity of any type by id or prefix, with its type and file path."""
-        found = memory.get(id)
-        return {"type": SINGULAR[found.entity_type], "entity": found.entity, "path": found.path}
+    @tool(read_only=False)
+    def pin(
+        target_type: Literal["observation", "summary"],
+        target_id: Ref,
+        note: Annotated[str | None, Field(description="Why it matters")] = None,
+        ttl_ms: Annotated[int | None, Field(ge=1, description="Expire after this many ms")] = None,
+        store: Store = None,
+    ) -> CallToolResult:
+        """Pin an observation or summary so every search and context returns it first."""
+        memory, _ = served.pick(store)
+        entity = memory.pin(target_type, target_id, note=note, ttl=ttl_ms).entity
+        return written("pins", entity, "pinned")
+
+    @tool(read_only=False, destructive=True, idempotent=True)
+    def unpin(pin_id: Ref, store: Store = None) -> CallToolResult:
+        """Remove a pin (the pinned entity stays)."""
+        memory, _ = served.pick(store)
+        removed = memory.unpin(pin_id)
+        return answer(f"unpinned {removed['id']}", {"pin": removed})
+
+    @tool(read_only=False, destructive=True, idempotent=True)
+    def forget(observation_id: Ref, store: Store = None) -> CallToolResult:
+        """Redact an observation: the record stays, its content and provenance are removed."""
+        memory, _ = served.pick(store)
+        entity = memory.forget(observation_id).entity
+        return answer(f"forgot {entity['id']}", {"id": entity["id"], "redacted": True})
 
     return server
 
 
-def serve(store: str | None = None) -> None:
-    """Run the server on stdin/stdout until the client disconnects."""
+def serve(stores: list[str] | tuple[str, ...] = ()) -> None:
+    """Run the server on stdin/stdout for these stores (default: the one found as usual)."""
     from kindling.memory import Memory
 
-    with Memory(store) as memory:  # a missing store is reported before the slow SDK import
-        build_server(memory).run("stdio")
+    # Missing stores are reported before the slow SDK import.
+    memories = [Memory(s) for s in stores] if stores else [Memory(None)]
+    try:
+        build_server(memories).run("stdio")
+    finally:
+        for memory in memories:
+            memory.close()

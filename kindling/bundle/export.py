@@ -23,8 +23,8 @@ from kindling import canonical
 from kindling.bundle import original
 from kindling.bundle.format import BUNDLE_VERSION, DATASET_VERSION, DESCRIPTION, iso_utc
 from kindling.clock import now_ms
-from kindling.errors import CorruptFileError, KindlingError, ValidationError
-from kindling.fileio import atomic_output
+from kindling.errors import CorruptFileError, ValidationError
+from kindling.fileio import atomic_output, check_output_path, read_regular
 from kindling.model import (
     ENTITY_TYPES,
     SINGULAR,
@@ -109,8 +109,10 @@ def _peek(entity_type: str, path: str, data: bytes) -> dict:
 
 
 def _read(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
+    data = read_regular(path, follow_symlinks=False)
+    if data is None:
+        raise FileNotFoundError(2, "No such file or directory", path)
+    return data
 
 
 def _sorted_keys(
@@ -236,10 +238,8 @@ def export_to_path(store: Store, path: str | os.PathLike, **options) -> ExportRe
 
     The file's folder must exist: a mistyped path is an error, not a new tree of folders.
     """
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise KindlingError(f"cannot write {os.fspath(path)}: folder {folder} does not exist")
-    with atomic_output(path) as fh:
+    check_output_path(path)
+    with atomic_output(path, make_parents=False) as fh:
         return export_bundle(store, fh, **options)
 
 

@@ -7,20 +7,30 @@ Writing a bundle lives in `kindling.bundle.export`, reading one into a store in
 
 from __future__ import annotations
 
-import datetime as dt
-import gzip
 import sys
 import zlib
 from typing import NamedTuple
 
 from kindling import canonical
 from kindling.bundle import original
+from kindling.clock import format_utc
 from kindling.errors import KindlingError, ValidationError
-from kindling.model import ENTITY_TYPES, SINGULAR, entity_errors, is_valid_id, scope_errors
+from kindling.fileio import read_regular
+from kindling.model import (
+    ENTITY_TYPES,
+    SINGULAR,
+    entity_errors,
+    is_timestamp,
+    is_valid_id,
+    scope_errors,
+)
 
 BUNDLE_VERSION = "1.0"
 DATASET_VERSION = "1.0"
 DESCRIPTION = "Kindling memory export"
+# Largest bundle read, after decompression: a gzip bomb stops here rather than filling memory.
+MAX_BUNDLE_BYTES = 512 << 20
+_GZIP_CHUNK = 1 << 16
 # Errors listed in one message before the rest are summarised as "and N more".
 MAX_LISTED_ERRORS = 20
 
@@ -43,8 +53,8 @@ class Dataset(NamedTuple):
 
 def iso_utc(ms: int) -> str:
     """Epoch milliseconds as ISO-8601 UTC with milliseconds, e.g. 2025-06-20T11:05:00.000Z."""
-    moment = dt.datetime.fromtimestamp(ms // 1000, tz=dt.timezone.utc)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
+    text = format_utc(ms, "%Y-%m-%dT%H:%M:%S")
+    return f"{text}.{ms % 1000:03d}Z" if is_timestamp(ms) else text
 
 
 def entity_label(entity_type: str, index: int, entity: object) -> str:
@@ -60,7 +70,7 @@ def entity_label(entity_type: str, index: int, entity: object) -> str:
 
 
 def _is_ms(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return is_timestamp(value)
 
 
 def _raise_all(errors: list[str]) -> None:
@@ -90,15 +100,51 @@ def decode_bundle(data: bytes) -> object:
     """Bytes (plain or gzip-compressed JSON) to a JSON value, or a ValidationError."""
     if data[:2] == b"\x1f\x8b":
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
+            data = gunzip(data, MAX_BUNDLE_BYTES)
+        except zlib.error as exc:
             raise ValidationError(f"invalid bundle: broken gzip data ({exc})") from None
+    elif len(data) > MAX_BUNDLE_BYTES:
+        raise ValidationError(_too_big())
     if not data.strip():
         raise ValidationError("invalid bundle: the input is empty")
     try:
         return canonical.loads(data)
     except canonical.DecodeError as exc:
         raise ValidationError(f"invalid bundle: {exc}") from None
+
+
+def _too_big() -> str:
+    return f"invalid bundle: over {MAX_BUNDLE_BYTES >> 20} MiB of JSON; nothing was imported"
+
+
+def gunzip(data: bytes, limit: int) -> bytearray:
+    """Decompress gzip data (every member) into one buffer, refusing more than `limit` bytes.
+
+    Streamed in chunks, so memory holds the output once, and never more than `limit`.
+    """
+    out = bytearray()
+    view = memoryview(data)
+    end = len(data.rstrip(b"\0"))  # gzip tolerates zero padding after the last member
+    start = 0
+    while start < end:
+        inflater = zlib.decompressobj(wbits=31)
+        pos = start
+        while not inflater.eof:
+            if pos >= end:
+                raise zlib.error("the data ends before the compressed stream does")
+            pending: bytes | memoryview = view[pos : pos + _GZIP_CHUNK]
+            pos += len(pending)
+            while not inflater.eof:
+                # Small output steps: one chunk of compressed input can inflate a thousandfold.
+                piece = inflater.decompress(pending, _GZIP_CHUNK * 16)
+                out += piece
+                if len(out) > limit:
+                    raise ValidationError(_too_big())
+                pending = inflater.unconsumed_tail
+                if not pending and len(piece) < _GZIP_CHUNK * 16:
+                    break  # this input is used up and nothing more is waiting to come out
+        start = pos - len(inflater.unused_data)
+    return out
 
 
 def parse_bundle(data: bytes) -> Dataset:
@@ -131,9 +177,11 @@ def check_bundle(value: object) -> Dataset:
     for key in sorted(dataset.keys() - _DATASET_KEYS):
         errors.append(f"dataset.{key} is not a dataset field")
     if not _is_ms(value.get("exportedAt")):
-        errors.append("exportedAt must be an integer >= 0 (epoch milliseconds)")
+        errors.append("exportedAt must be an integer from 0 to year 9999 (epoch milliseconds)")
     if not _is_ms(dataset.get("exportedAt")):
-        errors.append("dataset.exportedAt must be an integer >= 0 (epoch milliseconds)")
+        errors.append(
+            "dataset.exportedAt must be an integer from 0 to year 9999 (epoch milliseconds)"
+        )
     if "metadata" in value and not isinstance(value["metadata"], dict):
         errors.append("metadata must be an object")
     scope = dataset.get("scope")
@@ -170,9 +218,14 @@ def check_bundle(value: object) -> Dataset:
 def read_source(source: str) -> bytes:
     """The bytes of a bundle file, or of stdin when `source` is `-`."""
     if source == "-":
-        return sys.stdin.buffer.read()
-    try:
-        with open(source, "rb") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise KindlingError(f"cannot read {source}: {exc.strerror}") from None
+        data = sys.stdin.buffer.read(MAX_BUNDLE_BYTES + 1)
+    else:
+        try:
+            data = read_regular(source, limit=MAX_BUNDLE_BYTES)
+        except OSError as exc:
+            raise KindlingError(f"cannot read {source}: {exc.strerror}") from None
+        if data is None:
+            raise KindlingError(f"cannot read {source}: no such file")
+    if len(data) > MAX_BUNDLE_BYTES:
+        raise KindlingError(f"{source} is over {MAX_BUNDLE_BYTES >> 20} MiB; nothing was imported")
+    return data

@@ -13,14 +13,18 @@ arrive normalised (`kindling.bundle.original`); the report says what that change
 from __future__ import annotations
 
 import collections
+import contextlib
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from kindling import canonical
 from kindling.bundle.format import Dataset, entity_label, parse_bundle
+from kindling.bundle.report import ImportReport
 from kindling.errors import CorruptFileError, KindlingError, ValidationError
+from kindling.fileio import read_regular
 from kindling.git.merge import merge_entity
 from kindling.masking import mask_json, mask_scope_ids, mask_text
 from kindling.model import ENTITY_TYPES, PLURAL, REDACTED_CONTENT, SINGULAR, entity_errors
@@ -32,7 +36,6 @@ RECORD_BATCH = 1_000  # files written per index transaction during an import
 RACY_S = 2.5  # a little over the index's racy window (kindling.index.schema.RACY_NS)
 _WRITTEN: dict = {}  # what a final decision holds in place of the entity it wrote
 Written = tuple[str, Path, bytes, dict | None]  # type, path, bytes (and entity) written
-OUTCOMES = ("added", "unchanged", "merged", "redacted", "conflicts", "skipped")
 MAX_LISTED_CONFLICTS = 20
 # The free-text field masked on the way in, as capture masks it (observations: see _masked).
 _FREE_TEXT = {"capsules": "intent", "summaries": "content", "pins": "reason"}
@@ -43,7 +46,7 @@ class Decision(NamedTuple):
 
     entity_type: str
     theirs: dict
-    outcome: str  # one of OUTCOMES
+    outcome: str  # one of kindling.bundle.report.OUTCOMES
     write: dict | None = None
     expect: bytes | None = None
     fields: tuple[str, ...] = ()
@@ -138,10 +141,7 @@ def decide(
 
 
 def _read_local(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
+    return read_regular(path, follow_symlinks=False)
 
 
 ABSENT_MEMBERS = "capsules: members in neither the bundle nor this store (forgotten), kept"
@@ -261,30 +261,56 @@ def apply_plan(
                 batch.append(pending.popleft()[1])
             record(batch)
 
-    for i, d in enumerate(decisions):
-        if d.write is None:
-            decisions[i] = d._replace(theirs={"id": d.entity_id})
-            continue
-        path = store.path_for(d.entity_type, d.entity_id)
-        if d.expect is None and not path.exists():
-            write(d.entity_type, d.write)
-        else:
-            with store.locked(d.entity_type, d.entity_id):
-                current = _read_local(path)
-                if current != d.expect:
-                    d = decide(d.entity_type, d.theirs, path, current, late_policy, d.masked)
-                if d.write is not None:
-                    write(d.entity_type, d.write)
-        written = _WRITTEN if d.write is not None else None
-        decisions[i] = d._replace(theirs={"id": d.entity_id}, write=written, expect=None)
-        if len(pending) >= RECORD_BATCH and pending[0][0] < time.monotonic() - RACY_S:
-            record_settled()
-        if progress is not None:
-            progress(1)
-    if record is not None:
-        record_settled(everything=True)
-    store.sync_to_disk()
+    done = 0
+    try:
+        for i, d in enumerate(decisions):
+            if d.write is None:
+                decisions[i] = d._replace(theirs={"id": d.entity_id})
+                done = i + 1
+                continue
+            path = store.path_for(d.entity_type, d.entity_id)
+            if d.expect is None and not path.exists():
+                write(d.entity_type, d.write)
+            else:
+                with store.locked(d.entity_type, d.entity_id):
+                    current = _read_local(path)
+                    if current != d.expect:
+                        d = decide(d.entity_type, d.theirs, path, current, late_policy, d.masked)
+                    if d.write is not None:
+                        write(d.entity_type, d.write)
+            written = _WRITTEN if d.write is not None else None
+            decisions[i] = d._replace(theirs={"id": d.entity_id}, write=written, expect=None)
+            done = i + 1
+            if len(pending) >= RECORD_BATCH and pending[0][0] < time.monotonic() - RACY_S:
+                record_settled()
+            if progress is not None:
+                progress(1)
+    except (OSError, KindlingError) as exc:
+        # Every write is whole and the plan is idempotent, so what was written stays and a
+        # rerun finishes the rest; the report says exactly which entities those are.
+        reason = f"{exc.strerror or exc} ({exc.filename})" if isinstance(exc, OSError) else exc
+        failed = f"{SINGULAR[d.entity_type]} {d.entity_id}"
+        raise ImportInterrupted(
+            f"import stopped writing {failed}: {reason}",
+            [x for x in decisions[:done] if x.write is not None],
+        ) from None
+    finally:
+        if record is not None:
+            record_settled(everything=True)
+        store.sync_to_disk()
     return decisions
+
+
+class ImportInterrupted(KindlingError):
+    """A write failed part way through an import; `written` lists what was written before."""
+
+    def __init__(self, message: str, written: list[Decision]) -> None:
+        self.written = written
+        n = len(written)
+        super().__init__(
+            f"{message}; {n} entit{'y was' if n == 1 else 'ies were'} written before it "
+            "(listed above); running the same import again finishes it"
+        )
 
 
 # ---------------------------------------------------------------- the report
@@ -292,94 +318,6 @@ def apply_plan(
 
 def _conflict_line(d: Decision) -> str:
     return f"{SINGULAR[d.entity_type]} {d.entity_id}: {', '.join(d.fields) or 'differs'}"
-
-
-class ImportReport(NamedTuple):
-    """Counts per type and outcome, the conflicting and skipped ids, and secrets masked."""
-
-    counts: dict[str, dict[str, int]]
-    conflicts: list[dict[str, Any]]
-    skipped: list[dict[str, str]]
-    masked: int
-    written: int
-    dry_run: bool
-    on_conflict: str
-    # Changes made to read the original Kindling's shape: what, and for how many entities.
-    normalised: dict[str, int] = {}
-
-    @classmethod
-    def from_decisions(
-        cls,
-        decisions: list[Decision],
-        *,
-        dry_run: bool,
-        on_conflict: str,
-        normalised: dict[str, int] | None = None,
-    ) -> ImportReport:
-        counts = {etype: dict.fromkeys(OUTCOMES, 0) for etype in ENTITY_TYPES}
-        conflicts, skipped = [], []
-        masked = written = 0
-        for d in decisions:
-            counts[d.entity_type][d.outcome] += 1
-            if d.write is not None:
-                written += 1
-                masked += d.masked
-            if d.outcome == "conflicts":
-                conflicts.append(
-                    {
-                        "type": SINGULAR[d.entity_type],
-                        "id": d.entity_id,
-                        "fields": list(d.fields),
-                        "kept": d.reason,
-                    }
-                )
-            elif d.outcome == "skipped":
-                skipped.append(
-                    {"type": SINGULAR[d.entity_type], "id": d.entity_id, "reason": d.reason}
-                )
-        return cls(
-            counts, conflicts, skipped, masked, written, dry_run, on_conflict, normalised or {}
-        )
-
-    def as_json(self) -> dict[str, Any]:
-        """The report as `kindling import --json` prints it."""
-        return {
-            "dryRun": self.dry_run,
-            "onConflict": self.on_conflict,
-            "counts": self.counts,
-            "written": self.written,
-            "masked": self.masked,
-            "conflicts": self.conflicts,
-            "skipped": self.skipped,
-            "normalised": self.normalised,
-        }
-
-    def lines(self) -> list[str]:
-        """The report for people: a table of counts, then conflicts and skipped entities."""
-        head = "Dry run: nothing was written." if self.dry_run else "Import finished."
-        out = [head, ""]
-        width = max(len(t) for t in ENTITY_TYPES)
-        out.append(" " * width + "".join(f"  {o:>9}" for o in OUTCOMES))
-        for etype in ENTITY_TYPES:
-            row = self.counts[etype]
-            out.append(etype.ljust(width) + "".join(f"  {row[o]:>9}" for o in OUTCOMES))
-        if self.conflicts:
-            kept = {"local": "local copy kept", "bundle": "bundle's values taken"}
-            out += ["", "Conflicts:"]
-            for c in self.conflicts:
-                fields = ", ".join(c["fields"]) or "differs"
-                out.append(f"  {c['type']} {c['id']}: {fields} ({kept[c['kept']]})")
-        if self.skipped:
-            out += ["", "Skipped:"]
-            out += [f"  {s['type']} {s['id']}: {s['reason']}" for s in self.skipped]
-        if self.normalised:
-            out += ["", "Read from the original Kindling's shape:"]
-            out += [f"  {n:>5}  {what}" for what, n in self.normalised.items()]
-        if self.masked:
-            n = self.masked
-            verb = "would be" if self.dry_run else ("was" if n == 1 else "were")
-            out += ["", f"{n} secret{'s' if n != 1 else ''} {verb} masked on the way in."]
-        return out
 
 
 # ---------------------------------------------------------------- the whole import
@@ -413,8 +351,13 @@ def import_bundle(
     if dry_run or not to_write:
         return ImportReport.from_decisions(decisions, **options)
     stage = progress("Writing", to_write) if progress else None
-    decisions = apply_plan(
-        memory.store, decisions, on_conflict=on_conflict, progress=stage, record=memory.record
-    )
+    try:
+        decisions = apply_plan(
+            memory.store, decisions, on_conflict=on_conflict, progress=stage, record=memory.record
+        )
+    except ImportInterrupted:
+        with contextlib.suppress(sqlite3.Error, KindlingError):
+            memory.sync()  # what was written is searchable at once, as on success
+        raise
     # Every file written is recorded in the index already: no sync reads them back.
     return ImportReport.from_decisions(decisions, **options)

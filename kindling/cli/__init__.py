@@ -12,6 +12,7 @@ import sqlite3
 import sys
 
 import click
+import orjson
 
 from kindling import DISTRIBUTION, __version__
 from kindling.errors import KindlingError
@@ -61,19 +62,30 @@ class LazyGroup(click.Group):
         # The one place library errors become `Error: <message>` and exit 1.
         try:
             return super().invoke(ctx)
-        except KindlingError as exc:
-            raise click.ClickException(str(exc)) from None
         except BrokenPipeError:
             # The reader went away (`kindling list ... | head`): stop quietly, as cat does.
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             ctx.exit(1)
-        except sqlite3.Error as exc:
-            raise click.ClickException(
-                f"the index failed ({exc}); `kindling reindex --full` rebuilds it from the files"
-            ) from None
-        except OSError as exc:
-            where = f" ({exc.filename})" if exc.filename else ""
-            raise click.ClickException(f"{exc.strerror or exc}{where}") from None
+        except (KindlingError, orjson.JSONDecodeError, sqlite3.Error, OSError) as exc:
+            from kindling.cli.format import safe_text
+
+            # Messages quote paths and stored text: shown inert, like all human output.
+            raise click.ClickException(safe_text(_message(exc))) from None
+
+
+def _message(exc: Exception) -> str:
+    if isinstance(exc, KindlingError):
+        return str(exc)
+    if isinstance(exc, orjson.JSONDecodeError):
+        # Only index rows reach here undecoded (input is checked where it enters).
+        return (
+            f"the index holds a damaged row ({exc}); `kindling reindex --full` rebuilds it "
+            "from the files"
+        )
+    if isinstance(exc, sqlite3.Error):
+        return f"the index failed ({exc}); `kindling reindex --full` rebuilds it from the files"
+    where = f" ({exc.filename})" if exc.filename else ""  # an OSError
+    return f"{exc.strerror or exc}{where}"
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

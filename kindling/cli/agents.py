@@ -7,6 +7,7 @@ import sys
 import click
 
 from kindling.cli.common import notice, open_memory
+from kindling.cli.format import echo
 
 
 @click.command("demo")
@@ -25,16 +26,16 @@ def demo_cmd(query: str | None) -> None:
 
     store = demo.copy_example()
     query = query or demo.DEMO_QUERY
-    click.echo(f"Copied the example store (a JWT expiry bug, debugged in one session) to {store}")
-    click.echo(f'\n$ kindling search "{query}"\n')
+    echo(f"Copied the example store (a JWT expiry bug, debugged in one session) to {store}")
+    echo(f'\n$ kindling search "{query}"\n')
     sys.stdout.flush()
     cli.main(["--store", str(store), "search", query], prog_name="kindling", standalone_mode=False)
     with Memory(store) as memory:
         pins = memory.list("pins", limit=1)
     pinned = pins[0]["targetId"] if pins else None
-    click.echo("\nNext, try:")
+    echo("\nNext, try:")
     for line in demo.next_steps(store, pinned):
-        click.echo(f"  {line}")
+        echo(f"  {line}")
 
 
 @click.command("browse")
@@ -64,27 +65,36 @@ def browse_cmd(ctx: click.Context, output: str | None, open_: bool | None) -> No
 
     with open_memory(ctx) as memory:
         path = write_page(memory, output)
-    click.echo(str(path))
+    echo(str(path))
     wanted = open_ if open_ is not None else sys.stdout.isatty()
     if wanted and not open_in_browser(path) and open_:
         notice("No graphical browser found; open the file above yourself.")
 
 
 @click.command("mcp")
+@click.option(
+    "--store",
+    "stores",
+    multiple=True,
+    metavar="DIR",
+    help="A store to serve; repeat for several (tools take `store` to pick one).",
+)
 @click.pass_context
-def mcp_cmd(ctx: click.Context) -> None:
-    """Serve the store to MCP clients over stdio (needs kindling-memory[mcp]).
+def mcp_cmd(ctx: click.Context, stores: tuple[str, ...]) -> None:
+    """Serve memory to MCP clients over stdio (needs kindling-memory[mcp]).
 
-    Tools: search, log, pin, forget, capsule_open, capsule_close, show.
+    Tools: context, search, recent, get, log, capsule_open, capsule_close, pin, unpin,
+    forget. Several --store options serve several stores; the first is the default.
 
     \b
     Example:
       claude mcp add kindling -- kindling mcp
-      kindling --store .kindling mcp
+      kindling mcp --store ~/work/api/.kindling --store ~/work/web/.kindling
     """
     from kindling.agents.mcp_server import serve
 
-    serve(ctx.find_root().obj["store"])
+    root = ctx.find_root().obj["store"]
+    serve(list(stores) or ([root] if root else []))
 
 
 @click.command("hook")
@@ -93,11 +103,13 @@ def mcp_cmd(ctx: click.Context) -> None:
 def hook_cmd(ctx: click.Context, event: str) -> None:
     """Record a Claude Code hook EVENT from the JSON on stdin; never fails the agent.
 
-    EVENT is SessionStart, UserPromptSubmit, PostToolUse, PostToolUseFailure, Stop,
-    PreCompact, SessionEnd or SubagentStop (which records nothing), or the original Kindling
-    plugin's name for one (session-start, post-tool-use, ...; `kindling-hook EVENT` is the
-    same command). SessionStart prints the context block as hook JSON. Problems are one line
-    on stderr, exit status 0, and nothing recorded.
+    EVENT is any Claude Code hook event: SessionStart (prints the context block),
+    UserPromptSubmit (prints memories recalled for the prompt), PostToolUse,
+    PostToolUseFailure, Notification, Stop, SubagentStop, PreCompact, PostCompact,
+    SessionEnd (closes the session's capsule with a summary); others are accepted and
+    ignored. The original Kindling plugin's names work too (session-start, post-tool-use,
+    ...; `kindling-hook EVENT` is the same command). Problems are one line on stderr, exit
+    status 0, and shown by `kindling status`.
 
     \b
     Example:
@@ -112,13 +124,14 @@ def hook_cmd(ctx: click.Context, event: str) -> None:
     except Exception as exc:  # noqa: BLE001 - a hook must never break the agent
         result = HookResult(message=f"kindling hook {event}: {exc}; nothing recorded")
     if result.stdout:
-        click.echo(result.stdout)
+        click.echo(result.stdout)  # for the agent, not a terminal: kept exact
     if result.message:
         notice(result.message)
 
 
 def hook_main() -> None:
     """The `kindling-hook EVENT` command: `kindling hook EVENT` under the original's name."""
-    from kindling.cli import cli
+    import os
 
-    cli.main(["hook", *sys.argv[1:]], prog_name="kindling-hook")
+    store = os.environ.get("KINDLING_STORE")
+    hook_cmd.main(sys.argv[1:], prog_name="kindling-hook", obj={"store": store})

@@ -15,6 +15,7 @@ from kindling.cli.common import (
     scope_from,
     scope_options,
 )
+from kindling.cli.format import echo
 
 
 @click.command("export")
@@ -106,12 +107,20 @@ def import_cmd(ctx, source, on_conflict, dry_run, json_) -> None:
       gunzip -c memory.json.gz | kindling import - --json
     """
     from kindling.bundle.format import read_source
+    from kindling.bundle.importer import ImportInterrupted, ImportReport
 
+    stopped = None
     with open_memory(ctx) as memory, progress_bars() as progress:
-        report = memory.import_bundle(
-            read_source(source), on_conflict=on_conflict, dry_run=dry_run, progress=progress
-        )
+        try:
+            report = memory.import_bundle(
+                read_source(source), on_conflict=on_conflict, dry_run=dry_run, progress=progress
+            )
+        except ImportInterrupted as exc:
+            stopped = exc
+            report = ImportReport.interrupted(exc, on_conflict=on_conflict)
     if json_:
         echo_json(report.as_json())
     else:
-        click.echo("\n".join(report.lines()))
+        echo("\n".join(report.lines()))
+    if stopped is not None:
+        raise stopped

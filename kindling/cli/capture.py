@@ -8,6 +8,9 @@ import click
 
 from kindling import canonical
 from kindling.cli.common import (
+    DURATION_MS,
+    TIMESTAMP,
+    FiniteFloatRange,
     echo_json,
     json_option,
     notice,
@@ -15,6 +18,7 @@ from kindling.cli.common import (
     scope_from,
     scope_options,
 )
+from kindling.cli.format import echo
 from kindling.errors import KindlingError
 from kindling.model import CAPSULE_TYPES, MAX_CONTENT_BYTES, OBSERVATION_KINDS
 
@@ -27,7 +31,7 @@ def _report(written, json_: bool) -> None:
     if json_:
         echo_json(written.entity)
     else:
-        click.echo(written.entity["id"])
+        echo(written.entity["id"])
 
 
 @click.command("init")
@@ -37,8 +41,13 @@ def _report(written, json_: bool) -> None:
     is_flag=True,
     help="Also add Kindling's hooks to the project's .claude/settings.json.",
 )
+@click.option(
+    "--local",
+    is_flag=True,
+    help="With --claude-code: write .claude/settings.local.json (not committed) instead.",
+)
 @click.pass_context
-def init_cmd(ctx: click.Context, path: str | None, claude_code: bool) -> None:
+def init_cmd(ctx: click.Context, path: str | None, claude_code: bool, local: bool) -> None:
     """Create a store: PATH/.kindling (default: the git work tree's top, else here).
 
     In a git work tree it also routes entity files to Kindling's merge driver
@@ -48,6 +57,7 @@ def init_cmd(ctx: click.Context, path: str | None, claude_code: bool) -> None:
     Example:
       kindling init
       kindling init --claude-code
+      kindling init --claude-code --local
       kindling --store /tmp/scratch-memory init
     """
     from kindling.git import setup as gitsetup
@@ -56,20 +66,22 @@ def init_cmd(ctx: click.Context, path: str | None, claude_code: bool) -> None:
     store = ctx.find_root().obj["store"]
     if store is not None and path is not None:
         raise click.UsageError("give either --store or PATH, not both")
+    if local and not claude_code:
+        raise click.UsageError("--local goes with --claude-code")
     root = Memory.init(path, store=store).store.root
-    click.echo(f"Kindling store ready at {root}")
+    echo(f"Kindling store ready at {root}")
     gitsetup.install_gitattributes(root)
     try:
         repo = gitsetup.find_repo(root)
     except KindlingError:  # no git on this machine: the store works without it
         repo = None
     if repo is not None and gitsetup.register_merge_driver(repo):
-        click.echo(f"Registered the Kindling merge driver in {repo}'s git config")
+        echo(f"Registered the Kindling merge driver in {repo}'s git config")
     if claude_code:
         from kindling.agents.claude_settings import install_claude_code_hooks
 
-        settings = install_claude_code_hooks(repo or root.parent)
-        click.echo(f"Claude Code hooks written to {settings}")
+        settings = install_claude_code_hooks(repo or root.parent, local=local)
+        echo(f"Claude Code hooks written to {settings}")
 
 
 def _read_content(content: str) -> str:
@@ -103,7 +115,7 @@ def _parse_provenance(text: str | None) -> dict | None:
 @scope_options
 @click.option("--provenance", metavar="JSON", help="Source metadata as a JSON object.")
 @click.option("--capsule", "capsule_id", metavar="CAP_ID", help="Append to this open capsule.")
-@click.option("--ts", type=click.IntRange(min=0), metavar="MS", help="Epoch ms (default: now).")
+@click.option("--ts", type=TIMESTAMP, metavar="MS", help="Epoch ms (default: now).")
 @json_option
 @click.pass_context
 def log_cmd(ctx, content, kind, provenance, capsule_id, ts, json_, **scope_kwargs) -> None:
@@ -161,7 +173,7 @@ def capsule_open_cmd(ctx, intent, type_, json_, **scope_kwargs) -> None:
 @click.option("--summary", help="Write a summary of the capsule.")
 @click.option(
     "--confidence",
-    type=click.FloatRange(0, 1),
+    type=FiniteFloatRange(0, 1),
     default=1.0,
     show_default=True,
     help="Confidence in the summary.",
@@ -188,9 +200,7 @@ def capsule_close_cmd(ctx, capsule_id, summary, confidence, evidence, json_) -> 
 @click.argument("target_type", type=click.Choice(["observation", "summary"]))
 @click.argument("target_id")
 @click.option("--note", help="Why it matters (stored as reason).")
-@click.option(
-    "--ttl", type=click.IntRange(min=1), metavar="MS", help="Expire after MS milliseconds."
-)
+@click.option("--ttl", type=DURATION_MS, metavar="MS", help="Expire after MS milliseconds.")
 @scope_options
 @json_option
 @click.pass_context
@@ -222,7 +232,7 @@ def unpin_cmd(ctx, pin_id, json_) -> None:
     if json_:
         echo_json(pin)
     else:
-        click.echo(pin["id"])
+        echo(pin["id"])
 
 
 @click.command("forget")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -11,7 +12,26 @@ from typing import Any
 import click
 
 from kindling import canonical
-from kindling.model import OBSERVATION_KINDS, SCOPE_NAMES
+from kindling.model import MAX_COUNT, MAX_TIMESTAMP_MS, OBSERVATION_KINDS, SCOPE_NAMES
+
+# Option types that keep numbers within what the store and the index can hold.
+TIMESTAMP = click.IntRange(0, MAX_TIMESTAMP_MS)
+COUNT = click.IntRange(0, MAX_COUNT)
+POSITIVE_COUNT = click.IntRange(1, MAX_COUNT)
+DURATION_MS = click.IntRange(1, MAX_TIMESTAMP_MS)
+
+
+class FiniteFloatRange(click.FloatRange):
+    """A FloatRange that also refuses NaN (which compares false with every bound)."""
+
+    name = "float range"
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return rv
+
 
 # option name -> scopeIds key
 SCOPE_OPTIONS = {name: key for key, name in SCOPE_NAMES.items()}
@@ -42,8 +62,11 @@ def json_option(func):
 
 
 def normalize_repo(value: str) -> str:
-    """A --repo value that is a path (`.`, or holding `/`) becomes that directory's name."""
-    if value in (".", "..") or "/" in value or os.sep in value:
+    """A --repo value written as a path (`.`, `./x`, `/x`, `~/x`) becomes that directory's name.
+
+    Anything else is a stored repoId, taken verbatim (`github.com/acme/api` included).
+    """
+    if value in (".", "..") or value.startswith(("./", "../", "/", "~", os.sep, "." + os.sep)):
         path = os.path.abspath(os.path.expanduser(value))
         name = os.path.basename(path.rstrip(os.sep))
         return name or value
@@ -112,4 +135,7 @@ def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], object]] | 
 
 
 def notice(message: str) -> None:
-    click.echo(message, err=True)
+    """A line for people on stderr, control characters escaped."""
+    from kindling.cli.format import safe_text
+
+    click.echo(safe_text(message), err=True)

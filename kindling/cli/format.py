@@ -2,17 +2,36 @@
 
 from __future__ import annotations
 
-import datetime as dt
+import re
 
 import click
 
+from kindling.clock import format_utc
 from kindling.model import entity_time
+
+# Characters a terminal acts on rather than shows: C0 controls but tab and newline, DEL, C1
+# controls (\x9b is a one-byte CSI), and the bidi and line-separator marks that reorder text.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def safe_text(text: object) -> str:
+    """Text for a terminal: every control character shown as an escape, never acted on."""
+    return _UNSAFE.sub(_escape, str(text))
+
+
+def echo(text: object = "", *, err: bool = False, nl: bool = True) -> None:
+    """click.echo for human output: stored content cannot move the cursor or set a clipboard."""
+    click.echo(safe_text(text), err=err, nl=nl)
 
 
 def format_time(ms: int) -> str:
-    """Epoch milliseconds as UTC `YYYY-MM-DD HH:MM:SS`."""
-    moment = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
-    return moment.strftime("%Y-%m-%d %H:%M:%S")
+    """Epoch milliseconds as UTC `YYYY-MM-DD HH:MM:SS`; never raises."""
+    return format_utc(ms)
 
 
 def one_line(text: str, width: int = 100) -> str:

@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from kindling.cli.common import echo_json, open_memory
-from kindling.fileio import write_atomic
+from kindling.cli.format import echo
+from kindling.fileio import read_regular, write_atomic
 
 
 @click.command("merge-driver")
@@ -34,9 +35,16 @@ def merge_driver_cmd(base: str, ours: str, theirs: str, path: str | None, marker
     sides: list[bytes | None] = []
     for name in (base, ours, theirs):
         try:
-            sides.append(Path(name).read_bytes())
-        except OSError:
-            sides.append(None)
+            data = read_regular(name)
+        except OSError as exc:
+            data, reason = None, exc.strerror or exc
+        else:
+            reason = "No such file or directory"
+        if data is None:
+            # git always hands over three files: a missing one is a misuse, not a merge.
+            echo(f"kindling merge-driver: cannot read {name}: {reason}", err=True)
+            sys.exit(1)
+        sides.append(data)
     try:
         result = merge_files(*sides, path=path, marker_size=marker_size)
         data, clean, conflicts = result.data, result.clean, result.conflicts
@@ -46,10 +54,10 @@ def merge_driver_cmd(base: str, ours: str, theirs: str, path: str | None, marker
     try:
         write_atomic(Path(ours), data)
     except OSError as exc:
-        click.echo(f"kindling merge-driver: cannot write {ours}: {exc.strerror or exc}", err=True)
+        echo(f"kindling merge-driver: cannot write {ours}: {exc.strerror or exc}", err=True)
         sys.exit(1)
     if not clean:
-        click.echo(
+        echo(
             f"kindling: conflict in {label}: {', '.join(conflicts)} changed differently on both "
             "sides; edit the file (or run `kindling resolve`), then `git add` it",
             err=True,
@@ -73,7 +81,7 @@ def resolve_cmd(ctx: click.Context, ids: tuple[str, ...]) -> None:
     """
     report = open_memory(ctx).resolve_conflicts(ids)
     for line in report.lines:
-        click.echo(line)
+        echo(line)
     if not report.ok:
         ctx.exit(1)
 
@@ -97,7 +105,7 @@ def git_setup_cmd(ctx: click.Context, command: str | None) -> None:
       kindling git-setup
     """
     for line in open_memory(ctx).git_setup(command):
-        click.echo(line)
+        echo(line)
 
 
 @click.command("fsck")
@@ -125,7 +133,7 @@ def fsck_cmd(ctx: click.Context, fix: bool, json_: bool) -> None:
             line = f"{problem.path}: {problem.check}: {problem.reason}"
             if problem.fixed:
                 line += f" [fixed: {problem.fixed}]"
-            click.echo(line)
+            echo(line)
         left = sum(1 for p in report.problems if not p.fixed)
         fixed = len(report.problems) - left
         summary = f"{report.checked} entity files checked"
@@ -137,6 +145,6 @@ def fsck_cmd(ctx: click.Context, fix: bool, json_: bool) -> None:
                 summary += f", {fixed} fixed, {left} left"
             elif any(p.check in FIXABLE for p in report.problems):
                 summary += "; `kindling fsck --fix` repairs the safe ones"
-        click.echo(summary)
+        echo(summary)
     if not report.ok:
         ctx.exit(1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from kindling.cli.common import (
+    POSITIVE_COUNT,
     echo_json,
     json_option,
     kind_option,
@@ -12,7 +13,7 @@ from kindling.cli.common import (
     scope_from,
     scope_options,
 )
-from kindling.cli.format import entity_line, problems_notice
+from kindling.cli.format import echo, entity_line, problems_notice
 from kindling.model import ENTITY_TYPES, SINGULAR
 
 
@@ -32,18 +33,18 @@ def show_cmd(ctx, entity_id, json_) -> None:
     if json_:
         echo_json(found.entity)
         return
-    click.echo(f"{SINGULAR[found.entity_type]} {found.entity['id']}")
-    click.echo(f"Path: {found.path}")
+    echo(f"{SINGULAR[found.entity_type]} {found.entity['id']}")
+    echo(f"Path: {found.path}")
     from kindling import canonical
 
-    click.echo(canonical.encode(found.entity).decode("utf-8"), nl=False)
+    echo(canonical.encode(found.entity).decode("utf-8"), nl=False)
 
 
 @click.command("list")
 @click.argument("entity_type", type=click.Choice(ENTITY_TYPES))
 @scope_options
 @kind_option
-@click.option("--limit", type=click.IntRange(min=1), default=20, show_default=True)
+@click.option("--limit", type=POSITIVE_COUNT, default=20, show_default=True)
 @click.option("--all", "include_expired", is_flag=True, help="Include expired pins.")
 @json_option
 @click.pass_context
@@ -70,16 +71,16 @@ def list_cmd(ctx, entity_type, kinds, limit, include_expired, json_, **scope_kwa
         echo_json(items)
         return
     if not items:
-        click.echo(f"No {entity_type}.")
+        echo(f"No {entity_type}.")
     for item in items:
-        click.echo(entity_line(entity_type, item))
+        echo(entity_line(entity_type, item))
 
 
 @click.command("status")
 @json_option
 @click.pass_context
 def status_cmd(ctx, json_) -> None:
-    """Show the store's path, counts by type, open capsules and problem files.
+    """Show the store's path, counts, open capsules, problem files and agent capture.
 
     \b
     Example:
@@ -90,22 +91,44 @@ def status_cmd(ctx, json_) -> None:
         echo_json(info)
         return
     counts = info["counts"]
-    click.echo(f"Store: {info['store']}")
-    click.echo(f"Index: {info['index']}")
+    echo(f"Store: {info['store']}")
+    echo(f"Index: {info['index']}")
     watcher = info["watcher"]
     if watcher is not None:
         state = "caught up" if watcher["caughtUp"] else "catching up"
         idle = f", exits after {watcher['idleExitS']:g} s unused" if watcher["idleExitS"] else ""
-        click.echo(f"Watcher: pid {watcher['pid']} ({state}{idle}; stop: kindling watch --stop)")
-    click.echo(f"Observations: {counts['observations']} ({info['redacted']} redacted)")
-    click.echo(f"Capsules: {counts['capsules']} ({len(info['openCapsules'])} open)")
-    click.echo(f"Summaries: {counts['summaries']}")
-    click.echo(f"Pins: {counts['pins']}")
+        echo(f"Watcher: pid {watcher['pid']} ({state}{idle}; stop: kindling watch --stop)")
+    echo(f"Observations: {counts['observations']} ({info['redacted']} redacted)")
+    echo(f"Capsules: {counts['capsules']} ({len(info['openCapsules'])} open)")
+    echo(f"Summaries: {counts['summaries']}")
+    echo(f"Pins: {counts['pins']}")
     if info["openCapsules"]:
-        click.echo("Open capsules:")
+        echo("Open capsules:")
         for cap in info["openCapsules"]:
-            click.echo(f"  {cap['id']}  {cap['type']}  {cap['intent']}")
+            echo(f"  {cap['id']}  {cap['type']}  {cap['intent']}")
     if info["problems"]:
-        click.echo(f"Problem files ({len(info['problems'])}):")
+        echo(f"Problem files ({len(info['problems'])}):")
         for p in info["problems"]:
-            click.echo(f"  {p['path']}: {p['reason']}")
+            echo(f"  {p['path']}: {p['reason']}")
+    for line in capture_lines(info["capture"]):
+        echo(line)
+
+
+def capture_lines(capture: dict) -> list[str]:
+    """The agent-capture part of `kindling status`: last capture per event, errors, unknowns."""
+    from kindling.cli.format import format_time
+
+    if not (capture["events"] or capture["errors"] or capture["unknownEvents"]):
+        return ["Agent capture: no hook has run yet."]
+    lines = ["Agent capture (last run per hook event):"]
+    for event, seen in sorted(capture["events"].items(), key=lambda kv: -kv[1].get("at", 0)):
+        what = f" -> {seen['recorded']}" if seen.get("recorded") else ""
+        lines.append(f"  {event}: {format_time(seen['at'])}, {seen['count']} run(s){what}")
+    if capture["errors"]:
+        lines.append(f"Hook errors (last {len(capture['errors'])}):")
+        for error in capture["errors"]:
+            lines.append(f"  {format_time(error['at'])} {error['message']}")
+    if capture["unknownEvents"]:
+        names = ", ".join(f"{n} ({v['count']})" for n, v in capture["unknownEvents"].items())
+        lines.append(f"Unknown hook events seen (ignored): {names}")
+    return lines

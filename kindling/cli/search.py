@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from kindling.cli.common import (
+    COUNT,
+    TIMESTAMP,
     echo_json,
     json_option,
     kind_option,
@@ -13,7 +15,7 @@ from kindling.cli.common import (
     scope_from,
     scope_options,
 )
-from kindling.cli.format import format_time, problems_notice
+from kindling.cli.format import echo, format_time, problems_notice
 
 RULE = "=" * 50
 
@@ -22,13 +24,11 @@ RULE = "=" * 50
 @click.argument("query", nargs=-1)
 @scope_options
 @kind_option
-@click.option(
-    "--since", type=click.IntRange(min=0), metavar="MS", help="Only from this time on (epoch ms)."
-)
+@click.option("--since", type=TIMESTAMP, metavar="MS", help="Only from this time on (epoch ms).")
 @click.option(
     "--max",
     "max_results",
-    type=click.IntRange(min=0),
+    type=COUNT,
     metavar="N",
     default=10,
     show_default=True,
@@ -36,7 +36,7 @@ RULE = "=" * 50
 )
 @click.option(
     "--max-tokens",
-    type=click.IntRange(min=0),
+    type=COUNT,
     metavar="N",
     help="Keep the whole result within about N tokens (drops the lowest candidates).",
 )
@@ -67,7 +67,7 @@ def search_cmd(ctx, query, kinds, since, max_results, max_tokens, json_, **scope
     if json_:
         echo_json(result)
     else:
-        click.echo(render(result), nl=False)
+        echo(render(result), nl=False)
 
 
 def _content(text: str) -> str:
@@ -128,13 +128,13 @@ def reindex_cmd(ctx, full, json_) -> None:
         echo_json(report.as_dict())
     else:
         total = report.added + report.updated + report.unchanged
-        click.echo(
+        echo(
             f"Indexed {total} {'entity' if total == 1 else 'entities'}: {report.added} added, "
             f"{report.updated} updated, {report.removed} removed, {report.unchanged} unchanged."
         )
         if report.problems:
-            click.echo(f"Problem files ({len(report.problems)}), left untouched:")
+            echo(f"Problem files ({len(report.problems)}), left untouched:")
             for problem in report.problems:
-                click.echo(f"  {problem.path}: {problem.reason}")
+                echo(f"  {problem.path}: {problem.reason}")
     if report.problems:
         ctx.exit(1)

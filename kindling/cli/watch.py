@@ -6,7 +6,8 @@ import datetime as dt
 
 import click
 
-from kindling.cli.common import json_option, open_memory
+from kindling.cli.common import FiniteFloatRange, json_option, open_memory
+from kindling.cli.format import echo
 from kindling.watch.watcher import DEFAULT_DEBOUNCE_MS, DEFAULT_RECONCILE_S
 
 
@@ -14,7 +15,7 @@ from kindling.watch.watcher import DEFAULT_DEBOUNCE_MS, DEFAULT_RECONCILE_S
 @click.option(
     "--debounce",
     "debounce_ms",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, 3_600_000),
     default=DEFAULT_DEBOUNCE_MS,
     show_default=True,
     envvar="KINDLING_WATCH_DEBOUNCE_MS",
@@ -24,7 +25,7 @@ from kindling.watch.watcher import DEFAULT_DEBOUNCE_MS, DEFAULT_RECONCILE_S
 )
 @click.option(
     "--reconcile-every",
-    type=click.FloatRange(min=0),
+    type=FiniteFloatRange(0, 86_400),
     default=DEFAULT_RECONCILE_S,
     show_default=True,
     metavar="SECONDS",
@@ -104,7 +105,7 @@ def _print_json(event: dict) -> None:
 def _print_text(event: dict) -> None:
     line = describe(event)
     if line is not None:
-        click.echo(line, err=event["event"] == "error")
+        echo(line, err=event["event"] == "error")
 
 
 def describe(event: dict) -> str | None:

@@ -5,10 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
+from kindling import canonical
 from kindling.errors import KindlingError
+from kindling.fileio import read_regular
 from kindling.git.setup import git, require_repo
+
+if TYPE_CHECKING:
+    from kindling.store import Store
 
 
 class Unmerged(NamedTuple):
@@ -112,11 +117,93 @@ def resolve_conflicts(store_root: str | os.PathLike, ids: Iterable[str] = ()) ->
             unresolved.append(path)
             lines.append(f"needs a human: {path}: {', '.join(result.conflicts)}")
             continue
-        writer.write_file(top / path, result.data)
+        data, conflicts = _with_working_tree(top / path, stages, result.data)
+        if conflicts:
+            unresolved.append(path)
+            lines.append(
+                f"needs a human: {path}: {', '.join(conflicts)} changed in the working tree "
+                "while the merge was pending"
+            )
+            continue
+        merged = canonical.decode(data)
+        if _is_open_session(merged):
+            data = _one_open_session(writer, merged, data, lines)
+        writer.write_file(top / path, data)
         stage_file(top, path)
         resolved.append(path)
         lines.append(f"resolved {path}")
     return ResolveReport(resolved, unresolved, lines)
+
+
+def _with_working_tree(path: Path, stages: Unmerged, merged: bytes) -> tuple[bytes, list[str]]:
+    """The merge of git's stages, plus what was written to the file since the merge began.
+
+    Kindling keeps writing while a merge is pending once the file parses again (someone took
+    one side, say): observation ids appended then must survive the resolve. The working tree
+    is merged in three ways, with our stage as the base it grew from.
+    """
+    from kindling.git.merge import merge_entity, type_from_content, type_from_path
+
+    try:
+        current = read_regular(path, follow_symlinks=False)
+        here = canonical.decode(current) if current else None
+    except (OSError, canonical.DecodeError):
+        return merged, []  # conflict markers, or gone: nothing was added there
+    ours = canonical.decode(stages.ours)  # type: ignore[arg-type]  # parsed by merge_files
+    result = canonical.decode(merged)
+    if here in (ours, result):
+        return merged, []
+    etype = type_from_path(str(path)) or type_from_content(result)
+    if etype is None:
+        return merged, []
+    combined = merge_entity(etype, ours, here, result)
+    if combined.merged is None:
+        return merged, combined.conflicts
+    return canonical.encode(combined.merged), []
+
+
+def _is_open_session(entity: dict) -> bool:
+    return (
+        entity.get("type") == "session"
+        and entity.get("status") == "open"
+        and "observationIds" in entity
+        and isinstance(entity.get("scopeIds"), dict)
+        and "sessionId" in entity["scopeIds"]
+    )
+
+
+def _one_open_session(store: Store, capsule: dict, data: bytes, lines: list[str]) -> bytes:
+    """Keep a session to one open session capsule after a resolve.
+
+    While the capsule's file held conflict markers nobody could see it open, so the session
+    may have opened another; the older of the two is closed when the newer opened.
+    """
+    session = capsule["scopeIds"]["sessionId"]
+    for item in store.walk("capsules"):
+        try:
+            other = store.load_path("capsules", item.path)[0]
+        except KindlingError:
+            continue
+        if other["id"] == capsule["id"] or not _is_open_session(other):
+            continue
+        if other["scopeIds"]["sessionId"] != session:
+            continue
+        older, newer = sorted((capsule, other), key=lambda c: (c["openedAt"], c["id"]))
+        with store.locked("capsules", older["id"]):
+            if older is other:
+                current = store.load("capsules", other["id"])
+                if current is None or current != other:
+                    continue  # changed meanwhile: leave it to the next resolve or a person
+            older.update(status="closed", closedAt=max(newer["openedAt"], older["openedAt"]))
+            if older is other:
+                store.write("capsules", other)
+        lines.append(
+            f"closed {older['id']}: session {session!r} went on in {newer['id']}, "
+            "opened while the merge was pending"
+        )
+        if older is capsule:
+            return canonical.encode(capsule)
+    return data
 
 
 def _entity_stem(path: str) -> str:

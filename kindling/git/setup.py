@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from kindling.errors import KindlingError
-from kindling.fileio import write_atomic
+from kindling.fileio import read_regular, write_atomic
 
 DRIVER_NAME = "kindling"
 DRIVER_DESCRIPTION = "Kindling field-level merge of memory files"
@@ -78,9 +78,8 @@ def install_gitattributes(store_root: str | os.PathLike) -> bool:
     """Write `<store>/.gitattributes` for entity files; False when it already said so."""
     path = Path(store_root) / ".gitattributes"
     try:
-        current = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        current = None
+        raw = read_regular(path)
+        current = None if raw is None else raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise KindlingError(f"cannot read {path}: {exc}") from None
     if current is not None and ATTRIBUTES_LINE in current.splitlines():

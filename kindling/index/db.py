@@ -80,7 +80,7 @@ class Index(IndexReader):
         self._conn = conn
         return version
 
-    def _open(self) -> None:
+    def _open(self, *, build: bool = True) -> None:
         """Connect; a corrupt or foreign file is replaced, no usable place falls back to memory."""
         try:
             if trust.refuse_links(self.path):
@@ -117,7 +117,7 @@ class Index(IndexReader):
             self.path = Path(":memory:")
             self._ino = None
             self._identity = None
-        if version != schema.SCHEMA_VERSION:
+        if version != schema.SCHEMA_VERSION and build:
             self._build(only_if_stale=True)
 
     def _proven(self, key: bytes) -> bool:
@@ -246,7 +246,17 @@ class Index(IndexReader):
         `progress(label, total)`, when given, returns the function that hears each step.
         """
         self._reopen_if_replaced()
-        return self._build(only_if_stale=False, progress=progress)
+        try:
+            return self._build(only_if_stale=False, progress=progress)
+        except sqlite3.DatabaseError as exc:
+            if _is_locked(exc) or str(self.path) == ":memory:":
+                raise
+            # A table or shadow table is gone or broken: the file cannot be rebuilt in place,
+            # so start from an empty one, as every "reindex --full" hint promises.
+            self.close()
+            self._discard_file()
+            self._open(build=False)
+            return self._build(only_if_stale=False, progress=progress)
 
     def refresh(self, paths: Iterable[str | os.PathLike]) -> SyncReport:
         """Re-check the fan-out folders holding `paths` (hints, e.g. from a watcher).
@@ -322,6 +332,28 @@ class Index(IndexReader):
                     (trust.IDENTITY_KEY, self._identity),
                 )
             return report
+
+    @contextlib.contextmanager
+    def scrubbing(self) -> Iterator[None]:
+        """Rows deleted inside leave no trace in the index files (used by forget).
+
+        Freed space is zeroed (PRAGMA secure_delete); full-text segments are rewritten, since
+        before SQLite 3.44 a deleted document's terms stay in the old segments until a merge;
+        and the WAL, which holds copies of old pages, is checkpointed and truncated.
+        """
+        conn = self.conn
+        conn.execute("PRAGMA secure_delete = ON")
+        try:
+            yield
+            with self.transaction():
+                if sqlite3.sqlite_version_info >= (3, 44, 0):
+                    conn.execute("INSERT INTO fts(fts, rank) VALUES ('secure-delete', 1)")
+                conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+            # Best effort: a reader in another process keeps the WAL until it finishes.
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("PRAGMA secure_delete = OFF")
 
     # ------------------------------------------------------------ lookups
 

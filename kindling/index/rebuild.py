@@ -6,7 +6,6 @@ import gc
 import time
 from dataclasses import dataclass, field
 
-from kindling import canonical
 from kindling.index import handoff, schema
 from kindling.index.scan import buckets, read_entity_file, scan_folder, winning_rowid
 from kindling.index.schema import Problem, SyncReport
@@ -136,10 +135,11 @@ def verify(syncer: Syncer, index_path: str) -> list[Problem]:
         pass
     except Exception as exc:  # noqa: BLE001 - any failure here is the finding
         out.append(Problem(index_path, f"full-text index damaged ({exc})"))
+    columns = ", ".join(f"e.{c.strip()}" for c in schema.ENTITY_COLUMNS.split(","))
     rows = {
         r[0]: r[1:]
         for r in conn.execute(
-            "SELECT f.path, f.hash, f.problem, e.json FROM files f "
+            f"SELECT f.path, f.hash, f.problem, {columns} FROM files f "
             "LEFT JOIN entities e ON e.rowid = f.id"
         )
     }
@@ -153,7 +153,9 @@ def verify(syncer: Syncer, index_path: str) -> list[Problem]:
             out.append(Problem(path, "not in the index"))
         elif row[0] != read.hash:
             out.append(Problem(path, "the index holds an older version of this file"))
-        elif read.entity is not None and (row[2] is None or canonical.loads(row[2]) != read.entity):
+        elif read.entity is not None and row[2:] != schema.entity_row(row[2], etype, read.entity):
+            # Compared column by column as a fresh index would hold it: a damaged row (a
+            # value of the wrong type, JSON that does not parse) is found, never decoded.
             out.append(Problem(path, "the index holds a different entity for this file"))
     for rel in sorted(rows):
         out.append(Problem(syncer.paths.abspath(rel), "in the index but no longer on disk"))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+MASK = "[REDACTED]"  # what a secret is replaced with
+
 # A name holds a credential when it ends in one of these words: GITHUB_TOKEN, db_password,
 # apiKey, aws_secret_access_key, AccountKey. The short or common words must start a word so
 # that `oauth`, `OLDPWD` and `preauthorization` are not taken for credentials.

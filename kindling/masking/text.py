@@ -29,8 +29,8 @@ import binascii
 import re
 from collections.abc import Iterator
 
-from kindling.masking import MASK
 from kindling.masking import patterns as p
+from kindling.masking.patterns import MASK
 from kindling.secret_gate import CONFUSABLES
 
 Span = tuple[int, int]

@@ -18,7 +18,14 @@ from kindling import canonical
 from kindling.clock import now_ms
 from kindling.errors import ValidationError
 from kindling.index import Index, RankKey
-from kindling.model import OBSERVATION_KINDS, PLURAL, scope_errors
+from kindling.model import (
+    MAX_COUNT,
+    MAX_TIMESTAMP_MS,
+    OBSERVATION_KINDS,
+    PLURAL,
+    is_timestamp,
+    scope_errors,
+)
 from kindling.search.fts_query import Compiled, clean, compile_query
 
 PROVIDER = "local-fts"
@@ -99,7 +106,7 @@ def retrieve(
 
 
 def _count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
 
 
 def check_search_options(
@@ -118,12 +125,12 @@ def check_search_options(
     for kind in kinds or ():
         if kind not in OBSERVATION_KINDS:
             errors.append(f"invalid kind {kind!r}: use one of {', '.join(OBSERVATION_KINDS)}")
-    if since is not None and not _count(since):
-        errors.append("since must be an integer >= 0 (epoch milliseconds)")
+    if since is not None and not is_timestamp(since):
+        errors.append(f"since must be an integer from 0 to {MAX_TIMESTAMP_MS} (epoch milliseconds)")
     if not _count(max_results):
-        errors.append("max results must be an integer >= 0")
+        errors.append(f"max results must be an integer from 0 to {MAX_COUNT}")
     if max_tokens is not None and not _count(max_tokens):
-        errors.append("max tokens must be an integer >= 0")
+        errors.append(f"max tokens must be an integer from 0 to {MAX_COUNT}")
     if errors:
         raise ValidationError("; ".join(errors))
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from kindling.errors import KindlingError
-from kindling.fileio import inode_of
+from kindling.fileio import inode_of, read_regular
 from kindling.model import ENTITY_TYPES
 
 Change = tuple[int, str]
@@ -178,17 +178,21 @@ class GitHead:
         if self.git_dir is None:
             return None
         try:
-            head = (self.git_dir / "HEAD").read_bytes()
+            head = read_regular(self.git_dir / "HEAD")
         except OSError:
+            return None
+        if head is None:
             return None
         if not head.startswith(b"ref: "):
             return (head,)  # a detached HEAD names the commit itself
         ref = head[5:].strip().decode("utf-8", "replace")
         for base in dict.fromkeys((self.git_dir, self.common_dir)):
             try:
-                return (head, (base / ref).read_bytes())
+                tip = read_regular(base / ref)
             except OSError:
                 continue
+            if tip is not None:
+                return (head, tip)
         try:
             st = os.stat(self.common_dir / "packed-refs")
         except OSError:
@@ -204,8 +208,8 @@ def find_git_dir(start: Path) -> tuple[Path | None, Path | None]:
             git_dir = dot
         elif dot.is_file():
             try:
-                text = dot.read_text(encoding="utf-8").strip()
-            except OSError:
+                text = (read_regular(dot) or b"").decode("utf-8").strip()
+            except (OSError, UnicodeDecodeError):
                 return None, None
             if not text.startswith("gitdir:"):
                 return None, None
@@ -214,7 +218,9 @@ def find_git_dir(start: Path) -> tuple[Path | None, Path | None]:
             continue
         common = git_dir
         try:
-            common = (git_dir / (git_dir / "commondir").read_text().strip()).resolve()
+            pointer = read_regular(git_dir / "commondir")
+            if pointer is not None:
+                common = (git_dir / os.fsdecode(pointer.strip())).resolve()
         except OSError:
             pass
         return git_dir, common

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from kindling import platform
 from kindling.errors import KindlingError
-from kindling.fileio import inode_of
+from kindling.fileio import SAFE_OPEN_FLAGS, inode_of, is_regular_fd, read_regular
 from kindling.store import Store
 from kindling.watch.source import ChangeSource, GitHead, relative, relevant, watchfiles_source
 
@@ -303,8 +303,12 @@ class Watcher:
     def _take_lock(self) -> None:
         path = self.index.watch_lock_path
         if os.path.islink(path):
-            os.unlink(path)  # a committed symlink: never follow it, never write through it
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            os.unlink(path)  # a committed symlink: removed, never followed or written through
+        # Never through a symlink, never waiting on a FIFO someone put in its place.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | SAFE_OPEN_FLAGS, 0o644)
+        if not is_regular_fd(fd):
+            os.close(fd)
+            raise KindlingError(f"{path} is not a regular file; remove it and start again")
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
             try:
@@ -325,7 +329,7 @@ class Watcher:
     def _refusal(self, path: Path) -> str:
         pid = None
         with contextlib.suppress(OSError, ValueError):
-            pid = int(path.read_text().strip())
+            pid = int((read_regular(path, follow_symlinks=False) or b"").strip())
         if pid is None:
             with contextlib.suppress(sqlite3.Error, KindlingError, AttributeError):
                 pid = self.index.watcher_state().get("pid")

@@ -1,0 +1,76 @@
+"""What hooks did lately, for `kindling status`: a hook that exits 0 has no one to tell.
+
+One small JSON file next to the index (`index.sqlite-hooks.json`, already ignored by the
+store's .gitignore and never under objects/): per event the last capture and a count, the
+last few errors, and every unknown event name seen. It is rewritten whole under a lock, so
+many hooks at once each leave their mark; losing it loses nothing but this report.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kindling import platform
+from kindling.clock import now_ms
+from kindling.fileio import read_regular, write_atomic
+from kindling.store import Store
+
+KEEP_ERRORS = 10
+KEEP_UNKNOWN = 20
+MAX_MESSAGE_CHARS = 300
+
+
+def activity_path(store: Store) -> Path:
+    """Where the hook activity of `store` is kept (beside its index)."""
+    index = store.index_path
+    return index.with_name(f"{index.name}-hooks.json")
+
+
+def read_activity(store: Store) -> dict:
+    """The hook activity report; empty sections when no hook has run or the file is unreadable."""
+    empty: dict = {"events": {}, "errors": [], "unknownEvents": {}}
+    try:
+        data = json.loads(read_regular(activity_path(store)) or b"")
+    except (OSError, ValueError):
+        return empty
+    if not isinstance(data, dict):
+        return empty
+    return {key: data.get(key, value) for key, value in empty.items()}
+
+
+def note_activity(
+    store: Store,
+    event: str,
+    *,
+    recorded: str | None = None,
+    error: str | None = None,
+    known: bool = True,
+) -> None:
+    """Add one hook run to the report; never raises (the report must not break a hook)."""
+    path = activity_path(store)
+    now = now_ms()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with platform.locked_file(f"{path}.lock"):
+            data = read_activity(store)
+            if not known:
+                seen = data["unknownEvents"].get(event, {"count": 0})
+                data["unknownEvents"][event] = {"at": now, "count": seen.get("count", 0) + 1}
+                names = sorted(data["unknownEvents"], key=lambda n: -data["unknownEvents"][n]["at"])
+                data["unknownEvents"] = {n: data["unknownEvents"][n] for n in names[:KEEP_UNKNOWN]}
+            else:
+                last = data["events"].get(event, {})
+                entry = {"at": now, "count": int(last.get("count", 0)) + 1}
+                if recorded:
+                    entry["recorded"] = recorded
+                data["events"][event] = entry
+            if error:
+                data["errors"] = [
+                    *data["errors"][-(KEEP_ERRORS - 1) :],
+                    {"at": now, "event": event, "message": error[:MAX_MESSAGE_CHARS]},
+                ]
+            body = json.dumps(data, ensure_ascii=False, sort_keys=True).encode("utf-8")
+            write_atomic(path, body, durable=False)
+    except OSError:
+        pass

@@ -1,0 +1,293 @@
+"""What an agent is told: the session-start context and the memories recalled for a prompt.
+
+Both read little: a few LIMITed queries in the index's time order and one Memory.search,
+never a listing of every entity. Which memory belongs to the repository: all of a store that
+lives inside the repository's work tree, or outside git inside the project folder (whatever
+the checkout is called, and whatever repoId older captures used); in a shared store, entities
+whose repoId is the repository's id or its folder's name.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kindling.agents.payload import one_line, short_id, when
+from kindling.agents.records import hook_of, subject_of
+from kindling.errors import KindlingError
+from kindling.repo_identity import RepoIdentity
+
+# The session-start context stays under this many characters (Claude Code caps added context
+# near 10,000); recalled memories for one prompt under RECALL_MAX_CHARS (~600 tokens).
+MAX_CONTEXT_CHARS = 8_000
+RECALL_MAX_CHARS = 2_400
+CONTEXT_SUMMARIES = 3
+CONTEXT_PROBLEMS = 5
+CONTEXT_ACTIVITY = 8
+ACTIVITY_WINDOW = 60
+PIN_LIMIT = 20
+# A recalled memory must share this many of the prompt's words (and this share of them).
+RECALL_MIN_WORDS = 2
+RECALL_MIN_SHARE = 0.25
+RECALL_CANDIDATES = 20
+_WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
+_STOP = frozenset(
+    "the and for with that this from have has was were are not but you your can could "
+    "would should will what when where which who how why does did into onto then than "
+    "there their them they its it's let lets please just also some any all now here".split()
+)
+# Recent activity, most telling first: findings, errors, changes, commands, prompts, the rest.
+_FINDING_HOOKS = ("Stop", "SubagentStop", "PostCompact")
+
+
+def repo_scopes(memory, repo: RepoIdentity) -> list[dict]:
+    """Scopes selecting the repository's memory: none needed when the store is the repo's own."""
+    try:
+        memory.store.root.resolve().relative_to(repo.root.resolve())
+        return [{}]
+    except ValueError:
+        pass
+    return [{"repoId": repo_id} for repo_id in repo.ids]
+
+
+def _listed(memory, entity_type: str, scopes: list[dict], *, time_key: str, **options) -> list:
+    found: dict[str, dict] = {}
+    for scope in scopes:
+        for entity in memory.list(entity_type, scope=scope, **options):
+            found.setdefault(entity["id"], entity)
+    return sorted(found.values(), key=lambda e: (-e[time_key], e["id"]))
+
+
+def significant_words(text: str) -> set[str]:
+    """The lower-cased words of 3+ letters of `text` that are not stop words."""
+    return {w for w in (m.lower() for m in _WORD.findall(text)) if w not in _STOP}
+
+
+def _rank(obs: dict) -> int:
+    hook, kind = hook_of(obs), obs["kind"]
+    prov = obs.get("provenance") or {}
+    if hook in _FINDING_HOOKS or (kind == "message" and hook is None):
+        return 0
+    if kind == "error":
+        return 1
+    if kind == "file_diff":
+        return 2
+    if kind == "command":
+        return 3
+    if hook == "UserPromptSubmit":
+        return 4
+    if kind == "tool_call" and prov.get("tool") != "Read":
+        return 5
+    return 9  # file reads, session markers, notifications: not worth the space
+
+
+def open_problems(memory, scopes: list[dict], limit: int = CONTEXT_PROBLEMS) -> list[dict]:
+    """Recent errors that no later success on the same command or file has followed."""
+    errors = _listed(memory, "observations", scopes, time_key="ts", kinds=["error"], limit=20)
+    errors = [e for e in errors if not e["redacted"]]
+    if not errors:
+        return []
+    since = min(e["ts"] for e in errors)
+    later = _listed(
+        memory,
+        "observations",
+        scopes,
+        time_key="ts",
+        kinds=["command", "file_diff", "tool_call"],
+        since=since,
+        limit=500,
+    )
+    fixed_at: dict[str, int] = {}
+    for obs in later:
+        subject = subject_of(obs)
+        if subject is not None:
+            fixed_at[subject] = max(fixed_at.get(subject, 0), obs["ts"])
+    still, seen = [], set()
+    for error in errors:
+        subject = subject_of(error) or error["content"].split("\n", 1)[0]
+        if subject in seen or fixed_at.get(subject, -1) > error["ts"]:
+            continue
+        seen.add(subject)
+        still.append(error)
+    return still[:limit]
+
+
+class Section:
+    """Lines added while they fit in a shared character budget."""
+
+    def __init__(self, budget: int) -> None:
+        self.lines: list[str] = []
+        self.left = budget
+        self.shown: list[str] = []
+
+    def add(self, line: str, entity_id: str | None = None) -> bool:
+        if len(line) + 1 > self.left:
+            return False
+        self.lines.append(line)
+        self.left -= len(line) + 1
+        if entity_id is not None:
+            self.shown.append(entity_id)
+        return True
+
+    def heading(self, title: str, items: list[tuple[str, str | None]]) -> None:
+        if items and self.left > len(title) + 100 and self.add("") and self.add(title):
+            for line, entity_id in items:
+                if not self.add(line, entity_id):
+                    break
+
+
+def _summary_line(memory, summary: dict) -> str:
+    intent = ""
+    try:
+        capsule = memory.get(summary["capsuleId"]).entity
+        intent = f"{one_line(capsule['intent'], 100)}: "
+    except KindlingError:
+        pass
+    text = one_line(summary["content"], 600)
+    return f"- {when(summary['ts'])} {intent}{text}  [{short_id(summary['id'])}]"
+
+
+def _obs_line(obs: dict, width: int = 240) -> str:
+    text = one_line(obs["content"], width)
+    return f"- {when(obs['ts'])} [{obs['kind']}] {text}  [{short_id(obs['id'])}]"
+
+
+def session_context(
+    memory,
+    repo: RepoIdentity,
+    session_id: str | None,
+    capsule_id: str | None,
+    *,
+    max_chars: int = MAX_CONTEXT_CHARS,
+) -> tuple[str, list[str]]:
+    """The context for a session's start, within `max_chars`; and the ids it shows."""
+    scopes = repo_scopes(memory, repo)
+    out = Section(max_chars - 160)  # room kept for the closing line
+    out.add(f"# Kindling memory for {repo.id}")
+    if session_id is None:
+        out.add(
+            "Group your work with the kindling MCP tool `capsule_open`, record findings with "
+            "`log` and close the capsule with a summary through `capsule_close`."
+        )
+    else:
+        where = f"; its open capsule is {capsule_id}" if capsule_id else ""
+        out.add(
+            f"Session {session_id}{where}. Record a finding with the kindling MCP tool `log` "
+            "(capsule_id above) and close the capsule with a summary through `capsule_close`."
+        )
+    shown: set[str] = set()
+    pins: list[tuple[str, str | None]] = []
+    for pin in _listed(memory, "pins", scopes, time_key="createdAt", limit=PIN_LIMIT):
+        try:
+            target = memory.get(pin["targetId"]).entity
+        except KindlingError:
+            continue
+        if target.get("redacted") or target["id"] in shown:
+            continue
+        shown.add(target["id"])
+        note = f" (note: {one_line(pin['reason'], 120)})" if pin.get("reason") else ""
+        label = target.get("kind", "summary")
+        pins.append(
+            (
+                f"- [{label}] {one_line(target['content'], 300)}{note}  [{short_id(target['id'])}]",
+                target["id"],
+            )
+        )
+    out.heading("Pinned (always keep in mind):", pins)
+
+    summaries = [
+        s
+        for s in _listed(memory, "summaries", scopes, time_key="ts", limit=CONTEXT_SUMMARIES)
+        if s["id"] not in shown
+    ]
+    shown.update(s["id"] for s in summaries)
+    out.heading(
+        "Recent session summaries (newest first):",
+        [(_summary_line(memory, s), s["id"]) for s in summaries],
+    )
+
+    problems = [p for p in open_problems(memory, scopes) if p["id"] not in shown]
+    shown.update(p["id"] for p in problems)
+    out.heading(
+        "Open problems (errors not yet followed by a fix):",
+        [(_obs_line(p), p["id"]) for p in problems],
+    )
+
+    window = _listed(memory, "observations", scopes, time_key="ts", limit=ACTIVITY_WINDOW)
+    useful = [o for o in window if not o["redacted"] and o["id"] not in shown and _rank(o) < 9]
+    chosen = sorted(useful, key=lambda o: (_rank(o), -o["ts"]))[:CONTEXT_ACTIVITY]
+    chosen.sort(key=lambda o: -o["ts"])
+    out.heading(
+        "Recent activity (findings, errors and changes first):",
+        [(_obs_line(o), o["id"]) for o in chosen],
+    )
+    if len(out.lines) == 2:
+        out.add("Nothing stored yet for this repository.")
+    lines = [
+        *out.lines,
+        "",
+        'Search more with the kindling MCP tool `search` or `kindling search "<words>"`; '
+        "`kindling show <id>` prints any entity above.",
+    ]
+    return "\n".join(lines), out.shown
+
+
+def _recall_line(entity: dict, kind: str) -> str:
+    ts = entity.get("ts", 0)
+    return f"- {when(ts)} [{kind}] {one_line(entity['content'], 300)}  [{short_id(entity['id'])}]"
+
+
+def prompt_recall(
+    memory,
+    repo: RepoIdentity,
+    session_id: str,
+    prompt: str,
+    already: set[str],
+    *,
+    max_chars: int = RECALL_MAX_CHARS,
+) -> tuple[str | None, list[str]]:
+    """Memories relevant to `prompt` not yet shown in this session: (context text, their ids)."""
+    wanted = significant_words(prompt)
+    if not wanted:
+        return None, []
+    query = one_line(prompt, 500)
+    found: dict[str, tuple[float, dict, str]] = {}
+    for scope in repo_scopes(memory, repo):
+        try:
+            result = memory.search(query, scope=scope or None, max_results=RECALL_CANDIDATES)
+        except KindlingError:
+            continue
+        items: list[tuple[float, dict, str]] = []
+        if result.get("currentSummary"):
+            items.append((1.0, result["currentSummary"], "summary"))
+        for candidate in result["candidates"]:
+            entity = candidate["entity"]
+            items.append((candidate["score"], entity, entity.get("kind", "summary")))
+        for score, entity, kind in items:
+            if not _recallable(entity, session_id, already, wanted):
+                continue
+            if entity["id"] not in found or found[entity["id"]][0] < score:
+                found[entity["id"]] = (score, entity, kind)
+    if not found:
+        return None, []
+    ranked = sorted(found.values(), key=lambda item: (-item[0], -item[1].get("ts", 0)))
+    out = Section(max_chars)
+    out.add("Kindling recalls from this repository's memory (ids work with `kindling show`):")
+    for _, entity, kind in ranked:
+        out.add(_recall_line(entity, kind), entity["id"])
+    if not out.shown:
+        return None, []
+    return "\n".join(out.lines), out.shown
+
+
+def _recallable(entity: dict, session_id: str, already: set[str], wanted: set[str]) -> bool:
+    if entity["id"] in already or entity.get("redacted"):
+        return False
+    scope: dict[str, Any] = entity.get("scopeIds") or {}
+    if scope.get("sessionId") == session_id:
+        return False  # this session's own records are already in the agent's context
+    if hook_of(entity) in ("SessionStart", "Notification", "PreCompact", "UserPromptSubmit"):
+        return False  # markers, and questions: an earlier answer is worth the space, not these
+    shared = len(wanted & significant_words(entity["content"]))
+    need = min(RECALL_MIN_WORDS, len(wanted))
+    return shared >= need and (shared >= 4 or shared / len(wanted) >= RECALL_MIN_SHARE)
