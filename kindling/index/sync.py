@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from kindling.index import handoff, schema
+from kindling.index import bulk, handoff, schema
 from kindling.index.read import problem_files
 from kindling.index.scan import (
     S_IFMT,
@@ -278,7 +278,9 @@ class Syncer:
             conn.execute("DELETE FROM files WHERE id = ?", row)
         all_reads = reads
         if len(reads) > 1:
-            reads = self._insert_new(reads, counts)
+            reads, inserted, shared = bulk.insert_new(conn, reads)
+            counts[0] += inserted
+            self._reshadow(shared)
         for read in reads:
             row = conn.execute(
                 "SELECT id, hash, problem FROM files WHERE path = ?", (read.rel,)
@@ -332,63 +334,6 @@ class Syncer:
                 (rel_folder,),
             )
         return RowCounts(*counts)
-
-    def _insert_new(self, reads: list[FileRead], counts: list[int]) -> list[FileRead]:
-        """Insert, in bulk, the parsed entities of paths the index has no row for (an import,
-        a checkout); the reads left for the row-by-row path are returned."""
-        conn = self.conn
-        known: set[str] = set()
-        rels = [r.rel for r in reads]
-        for i in range(0, len(rels), 500):
-            chunk = rels[i : i + 500]
-            marks = ", ".join("?" * len(chunk))
-            known.update(
-                row[0]
-                for row in conn.execute(f"SELECT path FROM files WHERE path IN ({marks})", chunk)
-            )
-        rest, new = [], []
-        for read in reads:
-            if read.rel in known or read.entity is None or read.problem is not None:
-                rest.append(read)
-            else:
-                known.add(read.rel)  # the same path twice in one batch: the second goes slowly
-                new.append(read)
-        if not new:
-            return reads
-        first = (conn.execute("SELECT max(id) FROM files").fetchone()[0] or 0) + 1
-        files, entities, fts = [], [], []
-        for fid, read in enumerate(new, first):
-            files.append((fid, read.entity_type, *read.stat, read.statkey, read.hash, read.rel))
-            entities.append(schema.entity_row(fid, read.entity_type, read.entity))
-            text = schema.searchable_text(read.entity_type, read.entity)
-            if text is not None:
-                fts.append((fid, text))
-        conn.executemany(
-            "INSERT INTO files(id, type, size, mtime_ns, ctime_ns, ino, statkey, hash, path) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            files,
-        )
-        conn.executemany(schema.BULK_ENTITY, entities)
-        conn.executemany("INSERT INTO fts(rowid, body) VALUES (?, ?)", fts)
-        counts[0] += len(new)
-        self._reshadow(self._shared_ids([(r.entity_type, r.entity["id"]) for r in new]))
-        return rest
-
-    def _shared_ids(self, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
-        """Of (type, id) pairs, those more than one entity row holds."""
-        wanted = set(keys)
-        ids = sorted({eid for _, eid in keys})
-        out: set[tuple[str, str]] = set()
-        for i in range(0, len(ids), 500):
-            chunk = ids[i : i + 500]
-            marks = ", ".join("?" * len(chunk))
-            rows = self.conn.execute(
-                f"SELECT type, id FROM entities WHERE id IN ({marks}) "
-                "GROUP BY type, id HAVING count(*) > 1",
-                chunk,
-            )
-            out.update(row for row in rows if row in wanted)
-        return out
 
     def _drop_entity(self, fid: int, touched: set) -> int:
         old = self.conn.execute("SELECT type, id FROM entities WHERE rowid = ?", (fid,)).fetchone()

@@ -1,0 +1,71 @@
+"""Rows for many new files at once: an import, a checkout or a pull that adds thousands.
+
+Row by row, each file costs a lookup and three inserts; here the paths the index already
+knows are found with a few IN queries, and the rest go in with one executemany per table.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from kindling.index import schema
+from kindling.index.schema import FileRead
+
+_IN_CHUNK = 500  # SQLite's host-parameter limit is far above this; small keeps plans cheap
+
+
+def _chunks(items: list, size: int = _IN_CHUNK):
+    for i in range(0, len(items), size):
+        chunk = items[i : i + size]
+        yield chunk, ", ".join("?" * len(chunk))
+
+
+def insert_new(
+    conn: sqlite3.Connection, reads: list[FileRead]
+) -> tuple[list[FileRead], int, set[tuple[str, str]]]:
+    """Insert the parsed entities of paths the index has no row for (in the caller's
+    transaction); returns the reads left for the row-by-row path, how many were inserted,
+    and the (type, id) pairs now held by more than one row."""
+    known: set[str] = set()
+    for chunk, marks in _chunks([r.rel for r in reads]):
+        rows = conn.execute(f"SELECT path FROM files WHERE path IN ({marks})", chunk)
+        known.update(row[0] for row in rows)
+    rest, new = [], []
+    for read in reads:
+        if read.rel in known or read.entity is None or read.problem is not None:
+            rest.append(read)
+        else:
+            known.add(read.rel)  # the same path twice in one batch: the second goes slowly
+            new.append(read)
+    if not new:
+        return reads, 0, set()
+    first = (conn.execute("SELECT max(id) FROM files").fetchone()[0] or 0) + 1
+    files, entities, fts = [], [], []
+    for fid, read in enumerate(new, first):
+        files.append((fid, read.entity_type, *read.stat, read.statkey, read.hash, read.rel))
+        entities.append(schema.entity_row(fid, read.entity_type, read.entity))
+        text = schema.searchable_text(read.entity_type, read.entity)
+        if text is not None:
+            fts.append((fid, text))
+    conn.executemany(
+        "INSERT INTO files(id, type, size, mtime_ns, ctime_ns, ino, statkey, hash, path) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        files,
+    )
+    conn.executemany(schema.BULK_ENTITY, entities)
+    conn.executemany("INSERT INTO fts(rowid, body) VALUES (?, ?)", fts)
+    return rest, len(new), shared_ids(conn, [(r.entity_type, r.entity["id"]) for r in new])
+
+
+def shared_ids(conn: sqlite3.Connection, keys: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Of (type, id) pairs, those more than one entity row holds."""
+    wanted = set(keys)
+    out: set[tuple[str, str]] = set()
+    for chunk, marks in _chunks(sorted({eid for _, eid in keys})):
+        rows = conn.execute(
+            f"SELECT type, id FROM entities WHERE id IN ({marks}) "
+            "GROUP BY type, id HAVING count(*) > 1",
+            chunk,
+        )
+        out.update(row for row in rows if row in wanted)
+    return out
