@@ -54,6 +54,17 @@ def memory(store_dir):
 
 
 @pytest.fixture
+def project(tmp_path):
+    """A project directory named `acme-api` holding a fresh store."""
+    from kindling.memory import Memory
+
+    root = tmp_path / "acme-api"
+    root.mkdir()
+    Memory.init(root).close()
+    return root
+
+
+@pytest.fixture
 def run(store_dir):
     """Invoke the CLI in-process against `store_dir`; returns click's Result."""
     runner = CliRunner()

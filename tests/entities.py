@@ -84,3 +84,11 @@ def pin(pid: str | int = 1, target: str = "obs-0001", **fields) -> dict:
         "scopeIds": {},
     }
     return _entity(base, fields)
+
+
+def bundle(exported_at: int = 1, **entities: list[dict]) -> dict:
+    """An export bundle (as a dict) holding the given entity lists; the others empty."""
+    dataset: dict = {"version": "1.0", "exportedAt": exported_at}
+    for entity_type in ("observations", "capsules", "summaries", "pins"):
+        dataset[entity_type] = list(entities.get(entity_type, []))
+    return {"bundleVersion": "1.0", "exportedAt": exported_at, "dataset": dataset}

@@ -16,6 +16,7 @@ import signal
 import orjson
 import pytest
 from click.testing import CliRunner
+from entities import bundle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -207,18 +208,7 @@ def test_api_calls(seeded, data):
 
 
 def bundle_of(observations) -> dict:
-    return {
-        "bundleVersion": "1.0",
-        "exportedAt": 1,
-        "dataset": {
-            "version": "1.0",
-            "exportedAt": 1,
-            "observations": observations,
-            "capsules": [],
-            "summaries": [],
-            "pins": [],
-        },
-    }
+    return bundle(observations=observations)
 
 
 def deep(depth: int) -> bytes:

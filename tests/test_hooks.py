@@ -20,17 +20,6 @@ def no_claude_env(monkeypatch):
     monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
 
 
-@pytest.fixture
-def project(tmp_path):
-    """A project directory named `acme-api` holding a fresh store."""
-    from kindling.memory import Memory
-
-    root = tmp_path / "acme-api"
-    root.mkdir()
-    Memory.init(root).close()
-    return root
-
-
 def payload(event: str, project: Path, session: str = SESSION, **fields) -> dict:
     """The common fields Claude Code sends with every hook, plus the event's own."""
     return {

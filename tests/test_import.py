@@ -61,11 +61,8 @@ def tombstone(oid: str) -> dict:
     return observation(oid, REDACTED_CONTENT, provenance={}, redacted=True)
 
 
-def make_bundle(**entities: list[dict]) -> bytes:
-    dataset = {"version": "1.0", "exportedAt": NOW}
-    for entity_type in ("observations", "capsules", "summaries", "pins"):
-        dataset[entity_type] = entities.get(entity_type, [])
-    return orjson.dumps({"bundleVersion": "1.0", "exportedAt": NOW, "dataset": dataset})
+def make_bundle(**lists: list[dict]) -> bytes:
+    return orjson.dumps(entities.bundle(NOW, **lists))
 
 
 def export_of(store: Store, **options) -> bytes:

@@ -4,6 +4,7 @@ pins and import. (What counts as a secret is tested in test_masking.py.)"""
 from __future__ import annotations
 
 import orjson
+from entities import bundle as make_bundle
 from entities import observation
 
 from kindling.bundle.importer import import_bundle
@@ -46,18 +47,7 @@ def test_intent_summary_and_pin_reason_are_masked(memory, store_dir):
 
 def test_import_masks_scope_ids_too(memory, store_dir):
     leaked = observation("o-1", "imported", sessionId=f"token={TOKEN}")
-    bundle = {
-        "bundleVersion": "1.0",
-        "exportedAt": 1,
-        "dataset": {
-            "version": "1.0",
-            "exportedAt": 1,
-            "observations": [leaked],
-            "capsules": [],
-            "summaries": [],
-            "pins": [],
-        },
-    }
+    bundle = make_bundle(observations=[leaked])
     report = import_bundle(memory, orjson.dumps(bundle))
     assert report.masked >= 1
     assert TOKEN not in files_text(store_dir)

@@ -450,16 +450,6 @@ ORIGINAL_HOOKS = {
 }
 
 
-@pytest.fixture
-def project(tmp_path):
-    from kindling.memory import Memory
-
-    root = tmp_path / "acme-api"
-    root.mkdir()
-    Memory.init(root).close()
-    return root
-
-
 def hook_payload(event: str, project, **fields) -> bytes:
     base = {"session_id": "s-orig", "cwd": str(project), "hook_event_name": event}
     return json.dumps({**base, **fields}).encode()

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import run_kindling
+from entities import bundle as make_bundle
 
 from kindling import canonical
 from kindling.cli import cli
@@ -138,18 +139,7 @@ def test_finding_01_out_of_range_numbers_are_refused_where_they_enter(store_dir,
 
 
 def test_finding_01_bundle_with_out_of_range_timestamp_is_refused_whole(store_dir, memory):
-    bundle = {
-        "bundleVersion": "1.0",
-        "exportedAt": 1,
-        "dataset": {
-            "version": "1.0",
-            "exportedAt": 1,
-            "observations": [obs("o-1", ts=BIG)],
-            "capsules": [],
-            "summaries": [],
-            "pins": [],
-        },
-    }
+    bundle = make_bundle(observations=[obs("o-1", ts=BIG)])
     result = cli_in(store_dir, "import", "-", input=json.dumps(bundle))
     clean_exit(result, (1,))
     assert "nothing was imported" in result.output
@@ -224,18 +214,7 @@ def test_finding_04_fifo_named_like_an_entity_file_never_hangs(fifo_store, args)
 
 
 def test_finding_04_fifo_in_the_store_never_hangs_an_import(fifo_store):
-    bundle = {
-        "bundleVersion": "1.0",
-        "exportedAt": 1,
-        "dataset": {
-            "version": "1.0",
-            "exportedAt": 1,
-            "observations": [obs("o-fifo")],
-            "capsules": [],
-            "summaries": [],
-            "pins": [],
-        },
-    }
+    bundle = make_bundle(observations=[obs("o-fifo")])
     result = proc(fifo_store, "import", "-", input=json.dumps(bundle).encode())
     assert result.returncode in (0, 1)
     assert "o-fifo" in result.stdout.decode()  # skipped, and said so
@@ -517,18 +496,7 @@ def test_finding_09_forget_leaves_no_trace_in_the_index_files(store_dir):
 
 def test_finding_11_a_write_error_mid_import_reports_what_was_written(store_dir, monkeypatch):
     entities = [obs(f"o-{i}", content=f"imported note {i}") for i in range(5)]
-    bundle = {
-        "bundleVersion": "1.0",
-        "exportedAt": 1,
-        "dataset": {
-            "version": "1.0",
-            "exportedAt": 1,
-            "observations": entities,
-            "capsules": [],
-            "summaries": [],
-            "pins": [],
-        },
-    }
+    bundle = make_bundle(observations=entities)
     real_write = Store.write
     calls: list[str] = []
 
