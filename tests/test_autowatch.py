@@ -261,3 +261,23 @@ def _zombie(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except (OSError, IndexError):
         return False
+
+
+def test_stopping_a_watcher_we_may_not_signal_is_a_clear_error(store_dir, monkeypatch):
+    from kindling import platform
+    from kindling.errors import KindlingError
+
+    lock = lock_of(store_dir)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        platform.lock(fd, blocking=False)  # held here, as another user's watcher would hold it
+        os.write(fd, b"4242\n")
+
+        def refuse(pid: int, sig: int) -> None:
+            raise PermissionError(1, "Operation not permitted")
+
+        monkeypatch.setattr(os, "kill", refuse)
+        with pytest.raises(KindlingError, match=r"cannot stop the watcher \(pid 4242\)"):
+            daemon.stop(lock)
+    finally:
+        os.close(fd)

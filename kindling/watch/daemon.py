@@ -22,6 +22,7 @@ from pathlib import Path
 
 import orjson
 
+from kindling.errors import KindlingError
 from kindling.index import handoff
 from kindling.store import CONFIG_NAME, Store
 
@@ -160,8 +161,12 @@ def stop(lock: Path | None) -> int | None:
     pid = running_pid(lock)
     if pid is None:
         return None
-    with contextlib.suppress(ProcessLookupError):
+    try:
         os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return pid  # it ended meanwhile
+    except OSError as exc:
+        raise KindlingError(f"cannot stop the watcher (pid {pid}): {exc.strerror}") from None
     deadline = time.monotonic() + STOP_WAIT_S
     while handoff.watcher_alive(lock) and time.monotonic() < deadline:
         time.sleep(0.05)
