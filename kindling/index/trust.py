@@ -11,6 +11,10 @@ valid identity is discarded and rebuilt from the files.
 
 A symlink where the index (or its -wal/-shm companions) should be is never opened: SQLite
 would follow it and write a database wherever it points.
+
+The MAC covers the file's identity, not its pages: a -wal file planted next to an index built
+here is applied when SQLite opens it. One that rewrites the identity row fails the check;
+one that rewrites only other pages, which needs the victim's exact page layout, would not.
 """
 
 from __future__ import annotations
