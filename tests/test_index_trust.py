@@ -188,3 +188,58 @@ def test_no_place_for_the_key_still_serves_exact_answers_from_memory(
     with Memory(store_dir) as mem:
         assert str(mem.index.path) == ":memory:"
         assert mem.search("still answered")["candidates"]
+
+
+def test_a_wal_planted_next_to_an_index_built_here_is_not_applied(store_dir, tmp_path):
+    """The attacker rebuilds the victim's index byte for byte, doctors text pages in WAL mode
+    and commits only the -wal: the identity row's page is untouched, so only dropping the
+    WAL protects."""
+    import subprocess
+    import sys
+
+    _log(store_dir, "the parser handles unicode")
+    with Memory(store_dir) as mem:
+        mem.sync()  # closed: checkpointed, no -wal left
+    index = store_dir / "index.sqlite"
+    assert not Path(f"{index}-wal").exists()
+    crafted = tmp_path / "crafted.sqlite"
+    shutil.copyfile(index, crafted)
+    # Doctor the copy in a separate process that then dies without checkpointing, leaving
+    # its WAL behind, as an attacker's tooling would.
+    script = (
+        "import os, sqlite3, sys\n"
+        "conn = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "conn.execute('PRAGMA wal_autocheckpoint=0')\n"
+        "conn.execute('UPDATE fts SET body = ?', (sys.argv[2],))\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(crafted), POISON], check=True)
+    assert Path(f"{crafted}-wal").stat().st_size > 0
+    shutil.copyfile(f"{crafted}-wal", f"{index}-wal")
+    with Memory(store_dir) as mem:
+        found = mem.search("curl evil sh")
+        assert POISON not in repr(found)
+        assert mem.search("parser unicode")["candidates"]
+
+
+def test_a_wal_left_by_a_crash_is_dropped_and_reads_stay_exact(store_dir):
+    """Dropping it returns the index to its last checkpoint; the sync catches up from files."""
+    import subprocess
+    import sys
+
+    _log(store_dir, "written before the crash")
+    with Memory(store_dir) as mem:
+        mem.sync()
+    script = (
+        "import os, sys\n"
+        "from kindling.memory import Memory\n"
+        "mem = Memory(sys.argv[1])\n"
+        "mem.index.conn.execute('PRAGMA wal_autocheckpoint=0')\n"
+        "mem.log('written just before the crash', scope={'repoId': 'app'})\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(store_dir)], check=True)
+    assert Path(f"{store_dir}/index.sqlite-wal").stat().st_size > 0
+    with Memory(store_dir) as mem:
+        assert len(mem.search("written crash")["candidates"]) == 2
+        assert mem.search("just before")["candidates"]

@@ -55,6 +55,7 @@ class Index(IndexReader):
         self._conn: sqlite3.Connection | None = None
         self._ino: int | None = None
         self._identity: str | None = None  # what this file's identity row must say
+        self._guard: int | None = None  # held while connected (see kindling.index.trust)
         self.walked = 0  # files the last sync stat'ed
         self.watcher = False  # whether a watcher was running during the last sync
         self._open()
@@ -92,6 +93,7 @@ class Index(IndexReader):
             key = trust.machine_key(self.store.root.absolute())
             if key is None:
                 raise OSError("no place to keep the index key")
+            self._guard = trust.hold_guard(self.path)
             try:
                 version = self._connect(str(self.path))
             except sqlite3.DatabaseError as exc:
@@ -104,6 +106,7 @@ class Index(IndexReader):
                 if not self._empty():
                     # Built elsewhere, copied or doctored: nothing in it is served.
                     self.close()
+                    self._guard = trust.hold_guard(self.path)
                     self._discard_file()
                     self._connect(str(self.path))
                     self._proven(key)
@@ -155,6 +158,9 @@ class Index(IndexReader):
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        if self._guard is not None:
+            os.close(self._guard)  # after the connection: its WAL is settled by now
+            self._guard = None
 
     @property
     def conn(self) -> sqlite3.Connection:

@@ -12,9 +12,13 @@ valid identity is discarded and rebuilt from the files.
 A symlink where the index (or its -wal/-shm companions) should be is never opened: SQLite
 would follow it and write a database wherever it points.
 
-The MAC covers the file's identity, not its pages: a -wal file planted next to an index built
-here is applied when SQLite opens it. One that rewrites the identity row fails the check;
-one that rewrites only other pages, which needs the victim's exact page layout, would not.
+The MAC covers the file's identity, not its pages, and SQLite applies a -wal file found next
+to the index when it opens it. So every open connection also holds a shared lock on a guard
+file beside the index (`index.sqlite-guard`); whoever finds it unheld is the only user of the
+index and first deletes any -wal and -shm: with no connection open, a WAL is either planted or
+left by a crash, and dropping a crash's WAL only returns the index to its last checkpoint,
+a consistent older state that the next sync brings up to date from the files. (On Windows,
+which has no shared locks, there is no guard: a planted -wal is applied there.)
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ import hmac
 import os
 import secrets
 from pathlib import Path
+
+from kindling import platform
+from kindling.fileio import SAFE_OPEN_FLAGS
 
 KEY_NAME = "index-key"
 IDENTITY_KEY = "identity"  # the meta row holding the MAC
@@ -149,3 +156,28 @@ def fallback_path(path: Path) -> Path:
     base = Path(cache) if cache else Path.home() / ".cache"
     key = hashlib.sha256(str(path.parent.resolve()).encode()).hexdigest()[:16]
     return base / "kindling" / key / path.name
+
+
+def hold_guard(path: Path) -> int | None:
+    """Take the shared guard of the index at `path` (its descriptor, to close with the
+    connection), first clearing a -wal and -shm no open connection can be using."""
+    if platform.BACKEND == "windows":
+        return None  # no shared locks: a guard would let one connection in at a time
+    guard = f"{path}-guard"
+    if os.path.islink(guard):
+        os.unlink(guard)  # the link only
+    fd = os.open(guard, os.O_RDWR | os.O_CREAT | SAFE_OPEN_FLAGS, 0o644)
+    try:
+        try:
+            platform.lock(fd, exclusive=True, blocking=False)
+        except platform.LockBusy:
+            platform.lock(fd, exclusive=False)  # others have it open: their WAL is live
+            return fd
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{path}{suffix}")
+        platform.lock(fd, exclusive=False)  # flock converts the lock in place
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
