@@ -1,13 +1,9 @@
 """Retrieval: pins, the current summary and ranked full-text candidates, within a token budget.
 
 The result is the RetrieveResult of retrieval.txt, with entities exactly as stored. Everything
-is deterministic for a given store, query and `now` (KINDLING_NOW), so results reproduce:
-
-    score = round(clamp(0.7 * norm + 0.3 * recency, 0, 1), 10)   (half up)
-
-where `norm` maps bm25 over all matching candidates linearly from the worst (0) to the best
-(1), 0.5 when all are equal, and `recency = max(0, 1 - (now - ts) / 30 days)`. Candidates are
-sorted by score, then ts (newest first), then id, and cut to `max_results`.
+is deterministic for a given store, query and `now` (KINDLING_NOW), so results reproduce. How
+candidates are scored is in kindling.search.rank; with `explain`, each candidate carries the
+parts of its score, which add up to it.
 """
 
 from __future__ import annotations
@@ -17,29 +13,28 @@ import sqlite3
 from kindling import canonical
 from kindling.clock import now_ms
 from kindling.errors import ValidationError
-from kindling.index import Index, RankKey
+from kindling.index import Index
+from kindling.index.tokens import Term
 from kindling.model import OBSERVATION_KINDS, PLURAL, scope_errors
-from kindling.search.fts_query import Compiled, clean, compile_query
+from kindling.search import rank
+from kindling.search.context import TermSet, match_context, matched_terms
+from kindling.search.fts_query import (
+    Compiled,
+    clean,
+    compile_query,
+    plain_terms,
+    term_expression,
+)
 
 PROVIDER = "local-fts"
-NORM_WEIGHT = 0.7
-RECENCY_WEIGHT = 0.3
-RECENCY_WINDOW_MS = 30 * 24 * 60 * 60 * 1000
-SNIPPET_TOKENS = 16
+# Matches ranked by bm25 before scoring: enough that episode boosts and the kind weight can
+# reorder them, few enough that scoring stays a small fixed cost at any store size.
+POOL = 100
+# When a query has more distinct terms than MAX_TERMS, at most this many are looked up to
+# find the rarest ones.
+RARITY_LOOKUPS = 256
 # The token estimate: characters of the compact JSON of the result per token.
 CHARS_PER_TOKEN = 4
-
-
-def score(bm25: float, best: float, worst: float, ts: int, now: int) -> float:
-    """A candidate's score in [0, 1] (bm25 is lower for better matches, as FTS5 gives it).
-
-    Rounded half up at the tenth decimal in floating point, as `Math.round(x * 1e10) / 1e10`
-    does: the same arithmetic SQLite sorts by, so the order and the scores always agree.
-    """
-    norm = 0.5 if worst == best else (worst - bm25) / (worst - best)
-    recency = max(0.0, 1 - (now - ts) / RECENCY_WINDOW_MS)
-    x = min(1.0, max(0.0, NORM_WEIGHT * norm + RECENCY_WEIGHT * recency))
-    return int(x * 1e10 + 0.5) / 1e10
 
 
 def estimate_tokens(value: object) -> float:
@@ -58,8 +53,12 @@ def retrieve(
     max_tokens: int | None = None,
     include_redacted: bool = False,
     now: int | None = None,
+    explain: bool = False,
 ) -> dict:
-    """The RetrieveResult for `query` over an index that is already in step with the files."""
+    """The RetrieveResult for `query` over an index that is already in step with the files.
+
+    With `explain`, every candidate also has "explain": the parts of its score.
+    """
     check_search_options(query, scope, kinds, since, max_results, max_tokens)
     now = now_ms() if now is None else now
     scope = dict(scope or {})
@@ -73,13 +72,14 @@ def retrieve(
             exclude.add(("summaries", summary["id"]))
         total, candidates = candidate_tier(
             index,
-            compile_query(text),
+            text,
             scope=scope,
             kinds=kinds,
             since=since,
             exclude=exclude,
             now=now,
             max_results=max_results,
+            explain=explain,
         )
     result: dict = {"pins": pins}
     if summary is not None:
@@ -153,9 +153,24 @@ def current_summary(index: Index, scope: dict) -> dict | None:
     return None
 
 
+def rarest(index: Index):
+    """A Keep function: the `n` rarest terms that occur at all, in query order."""
+
+    def keep(terms: list[Term], n: int) -> list[Term]:
+        counted = []
+        for i, term in enumerate(terms[:RARITY_LOOKUPS]):
+            df = index.count_matching(term_expression(term))
+            if df:
+                counted.append((df, i, term))
+        chosen = sorted(counted)[:n]
+        return [term for _, _, term in sorted(chosen, key=lambda c: c[1])]
+
+    return keep
+
+
 def candidate_tier(
     index: Index,
-    compiled: Compiled,
+    text: str,
     *,
     scope: dict,
     kinds: list[str] | None,
@@ -163,47 +178,56 @@ def candidate_tier(
     exclude: set[tuple[str, str]],
     now: int,
     max_results: int,
+    explain: bool = False,
 ) -> tuple[int, list[dict]]:
-    """(number of matching candidates, the best `max_results` of them with scores)."""
-    rank = RankKey(NORM_WEIGHT, RECENCY_WEIGHT, RECENCY_WINDOW_MS, now)
-    for expression in (compiled.explicit, compiled.plain):
+    """(number of candidates found, the best `max_results` of them with scores)."""
+    keep = rarest(index)
+    compiled: Compiled = compile_query(text, keep)
+    options = dict(scope=scope, kinds=kinds, since=since, exclude=exclude)
+    total, hits = 0, []
+    for expression in compiled:
         if expression is None:
             continue
-
-        def fetch(limit: int | None, expression: str = expression) -> list[tuple]:
-            return index.match(
-                expression,
-                rank=rank,
-                scope=scope,
-                kinds=kinds,
-                since=since,
-                exclude=sorted(exclude),
-                limit=limit,
-            )
-
         try:
-            rows = fetch(max(max_results, 1))  # one row at least: it carries the count
+            total, hits = index.match(expression, limit=max(POOL, 2 * max_results), **options)
         except sqlite3.OperationalError:
             continue  # not valid FTS5 after all: try the plain words instead
-        if not rows:
-            return 0, []
-        scored = [(score(r[4], r[5], r[6], r[3], now), r) for r in rows]
-        if any(int(value * 1e10 + 0.5) != row[8] for value, row in scored):
-            # SQLite's arithmetic and ours disagree (never seen): rank every match here.
-            scored = [(score(r[4], r[5], r[6], r[3], now), r) for r in fetch(None)]
-            scored.sort(key=lambda sr: (-sr[0], -sr[1][3], sr[1][2], sr[1][1]))
-        best = scored[:max_results]
-        rowids = [r[0] for _, r in best]
-        entities = index.rows(rowids)
-        contexts = index.snippets(expression, rowids, tokens=SNIPPET_TOKENS)
-        candidates = []
-        for value, row in best:
-            item = {"entity": entities[row[0]], "score": value}
-            if contexts.get(row[0]):
-                item["matchContext"] = contexts[row[0]]
-            candidates.append(item)
-        return rows[0][7], candidates
-    return 0, []
+        if hits:
+            break  # syntax that finds nothing falls back to the words too
+    if not hits:
+        return 0, []
+    sessions = sorted({h.session for h in hits[: rank.EPISODE_SOURCES] if h.session})
+    conclusions = index.conclusions(sessions, **options)
+    scored = rank.score_hits(hits, conclusions, now)
+    total += sum(1 for item in scored if not item.matched)
+    entities = index.rows([item.hit.rowid for item in scored])
+    contents = {rowid: entity["content"] for rowid, entity in entities.items()}
+    best = rank.dedupe(scored, contents)[:max_results]
+    terms = TermSet(plain_terms(text, keep))
+    candidates = []
+    for item in best:
+        content = contents[item.hit.rowid]
+        candidate: dict = {"entity": entities[item.hit.rowid], "score": item.score}
+        context = match_context(content, terms)
+        if context:
+            candidate["matchContext"] = context
+        if explain:
+            candidate["explain"] = explanation(item, matched_terms(content, terms))
+        candidates.append(candidate)
+    return total, candidates
+
+
+def explanation(item: rank.Scored, matched: dict[str, str]) -> dict:
+    """The parts of a candidate's score (they add up to it) and what they came from."""
+    return {
+        "relevance": item.relevance,
+        "episode": item.episode,
+        "recency": item.recency,
+        "bm25": item.hit.bm25 if item.matched else None,
+        "kindWeight": item.kind_weight,
+        "episodeFrom": item.episode_from,
+        "matched": matched,
+    }
 
 
 def fit_budget(result: dict, max_tokens: int) -> None:

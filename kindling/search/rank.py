@@ -1,0 +1,146 @@
+"""How candidates are scored: relevance, the episode they belong to, and a little recency.
+
+    score = relevance + episode + recency                       (each part >= 0, sum <= 1)
+    relevance = W_RELEVANCE * kind_weight * s / (s + K)         s = -bm25, the FTS5 match
+    episode   = W_EPISODE * best s / (s + K) of an earlier hit in the same session
+    recency   = W_RECENCY * max(0, 1 - age / 30 days)
+
+bm25 already weighs rare terms above common ones (idf) and more matched terms above fewer;
+s / (s + K) maps it to [0, 1) with one fixed curve, so a weak match stays weak however good
+or bad the other matches are. Conclusions (summaries, findings, diffs) weigh fully; raw
+output (errors, commands, tool calls) a little less, since it states a problem, not its answer.
+A hit passes its relevance on to the conclusions that followed it in its session (the next
+few findings and diffs, and the next summary): pasting an error finds the fix. Recency only
+breaks near-ties. Everything is arithmetic on stored values, so results reproduce.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from kindling.index import Hit
+
+K = 8.0
+W_RELEVANCE = 0.6
+W_EPISODE = 0.35
+W_RECENCY = 0.05
+RECENCY_WINDOW_MS = 30 * 24 * 60 * 60 * 1000
+# Raw output states a problem; a finding, a diff or a summary states what was concluded.
+KIND_WEIGHT = {"error": 0.7, "command": 0.7, "tool_call": 0.7}
+CONCLUSION_KINDS = ("file_diff", "message")
+# How far a hit's relevance reaches forward in its session: this many findings/diffs, and
+# the next summary.
+EPISODE_REACH = 4
+# Only the best hits pass relevance on (their sessions are looked up).
+EPISODE_SOURCES = 30
+
+
+@dataclass
+class Scored:
+    """One candidate's score and its parts."""
+
+    hit: Hit
+    relevance: float = 0.0
+    episode: float = 0.0
+    recency: float = 0.0
+    kind_weight: float = 1.0
+    matched: bool = False
+    episode_from: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def score(self) -> float:
+        return round_score(self.relevance + self.episode + self.recency)
+
+
+def round_score(x: float) -> float:
+    """Clamped to [0, 1], rounded half up at the tenth decimal (as Math.round(x * 1e10) / 1e10)."""
+    return int(min(1.0, max(0.0, x)) * 1e10 + 0.5) / 1e10
+
+
+def saturate(bm25: float) -> float:
+    """bm25 (lower is better) as a match strength in [0, 1) on a fixed curve."""
+    s = max(0.0, -bm25)
+    return s / (s + K)
+
+
+def recency(ts: int, now: int) -> float:
+    """1 for now, falling linearly to 0 at 30 days old (and for the future, 1)."""
+    return max(0.0, min(1.0, 1 - (now - ts) / RECENCY_WINDOW_MS))
+
+
+def kind_weight(hit: Hit) -> float:
+    return KIND_WEIGHT.get(hit.kind or "", 1.0)
+
+
+def is_conclusion(hit: Hit) -> bool:
+    return hit.type == "summaries" or hit.kind in CONCLUSION_KINDS
+
+
+def score_hits(hits: list[Hit], conclusions: list[Hit], now: int) -> list[Scored]:
+    """Every matched hit and every conclusion it reaches, scored, best first."""
+    scored: dict[int, Scored] = {}
+    for hit in hits:
+        weight = kind_weight(hit)
+        scored[hit.rowid] = Scored(
+            hit, W_RELEVANCE * weight * saturate(hit.bm25), kind_weight=weight, matched=True
+        )
+    by_session: dict[str, list[Hit]] = {}
+    for c in conclusions:
+        by_session.setdefault(c.session or "", []).append(c)
+    for source in hits[:EPISODE_SOURCES]:
+        if not source.session or source.type == "summaries":
+            continue
+        strength = saturate(source.bm25)
+        for target in reached(source, by_session.get(source.session, [])):
+            item = scored.get(target.rowid)
+            if item is None:
+                item = scored[target.rowid] = Scored(target, kind_weight=kind_weight(target))
+            if W_EPISODE * strength > item.episode:
+                item.episode = W_EPISODE * strength
+                item.episode_from = source.id
+    for item in scored.values():
+        item.recency = W_RECENCY * recency(item.hit.ts, now)
+    return sorted(scored.values(), key=order)
+
+
+def reached(source: Hit, session: list[Hit]) -> list[Hit]:
+    """The conclusions after `source` in its session (oldest first) that it passes relevance to."""
+    out: list[Hit] = []
+    observations = 0
+    summary = False
+    for c in session:
+        if (c.ts, c.id) <= (source.ts, source.id) or c.rowid == source.rowid:
+            continue
+        if c.type == "summaries":
+            if not summary:
+                out.append(c)
+                summary = True
+        elif observations < EPISODE_REACH:
+            out.append(c)
+            observations += 1
+        if summary and observations >= EPISODE_REACH:
+            break
+    return out
+
+
+def order(item: Scored) -> tuple:
+    """Best score first, then newest, then id (and type), so the order is total."""
+    return (-item.score, -item.hit.ts, item.hit.id, item.hit.type)
+
+
+_SPACE = re.compile(r"\s+")
+
+
+def dedupe(items: list[Scored], contents: dict[int, str]) -> list[Scored]:
+    """Near-identical candidates (same content up to case and spacing) collapsed to the best."""
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        key = _SPACE.sub(" ", contents.get(item.hit.rowid, "")).strip().lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(item)
+    return out
