@@ -131,9 +131,15 @@ class IndexReader:
         total = rows[0][7] if rows else 0
         return total, [Hit(*r[:7]) for r in rows]
 
-    def count_matching(self, fts_query: str) -> int:
-        """How many indexed texts match an FTS5 expression (of any scope): its document frequency."""
-        return self.conn.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", (fts_query,)).fetchone()[0]
+    def document_frequencies(self, tokens: Iterable[str]) -> tuple[int, dict[str, int]]:
+        """(indexed texts in all, how many of them hold each token); tokens as the index has them."""
+        total = self.conn.execute("SELECT count(*) FROM fts_docsize").fetchone()[0]
+        found: dict[str, int] = {}
+        for token in sorted(set(tokens)):
+            # One lookup per token: fts5vocab seeks on `term = ?` but scans every term for IN.
+            row = self.conn.execute("SELECT doc FROM fts_terms WHERE term = ?", (token,)).fetchone()
+            found[token] = row[0] if row else 0
+        return total, found
 
     def conclusions(
         self,

@@ -124,7 +124,10 @@ CREATE TABLE meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 ) WITHOUT ROWID;
-CREATE VIRTUAL TABLE fts USING fts5(body, tokenize = 'porter unicode61');
+-- No stemming: `ordering` is not `order`, `locale` is not `local`; names are matched in all
+-- their spellings instead (kindling.index.tokens). fts_terms: document frequency per token.
+CREATE VIRTUAL TABLE fts USING fts5(body, tokenize = 'unicode61');
+CREATE VIRTUAL TABLE fts_terms USING fts5vocab(fts, row);
 """
 
 # Created after a bulk load, which is faster than keeping them current row by row.

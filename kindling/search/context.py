@@ -1,4 +1,4 @@
-"""matchContext and the matched terms of a candidate, found in its text in one linear pass.
+"""matchContext: where a candidate matched, found in its text in one linear pass.
 
 FTS5's snippet() is quadratic in the number of hits inside one document (a word repeated
 20,000 times takes seconds), so the window is cut here instead: at most WIDTH characters of
@@ -71,15 +71,3 @@ def match_context(content: str, terms: TermSet) -> str | None:
     out.append(window[pos:])
     text = " ".join("".join(out).split())
     return ("…" if start > 0 else "") + text + ("…" if end < len(content) else "")
-
-
-def matched_terms(content: str, terms: TermSet) -> dict[str, str]:
-    """Each query term found in `content`, with how: 'exact' or 'stem'."""
-    found: dict[str, str] = {}
-    for m in WORD.finditer(content):
-        term, exact = terms.which(m.group())
-        if term is not None and found.get(term) != "exact":
-            found[term] = "exact" if exact else "stem"
-        if len(found) == len(terms.terms) and all(v == "exact" for v in found.values()):
-            break
-    return {t.text: found[t.text] for t in terms.terms if t.text in found}

@@ -1,17 +1,20 @@
 """How candidates are scored: relevance, the episode they belong to, and a little recency.
 
-    score = relevance + episode + recency                       (each part >= 0, sum <= 1)
-    relevance = W_RELEVANCE * kind_weight * s / (s + K)         s = -bm25, the FTS5 match
-    episode   = W_EPISODE * best s / (s + K) of an earlier hit in the same session
+    score     = relevance + episode + recency                  (each part >= 0, sum <= 1)
+    strength  = coverage * s / (s + K)                         s = -bm25, the FTS5 match
+    relevance = W_RELEVANCE * kind_weight * strength
+    episode   = W_EPISODE * strength of the best earlier hit of the same session that reaches it
     recency   = W_RECENCY * max(0, 1 - age / 30 days)
 
-bm25 already weighs rare terms above common ones (idf) and more matched terms above fewer;
-s / (s + K) maps it to [0, 1) with one fixed curve, so a weak match stays weak however good
-or bad the other matches are. Conclusions (summaries, findings, diffs) weigh fully; raw
-output (errors, commands, tool calls) a little less, since it states a problem, not its answer.
-A hit passes its relevance on to the conclusions that followed it in its session (the next
-few findings and diffs, and the next summary): pasting an error finds the fix. Recency only
-breaks near-ties. Everything is arithmetic on stored values, so results reproduce.
+Coverage (kindling.search.coverage) is the idf-weighted share of the query's terms an entity
+holds, so rare specific terms outweigh common ones and one common word of a pasted error is
+worth little; s / (s + K) maps bm25 to [0, 1) on one fixed curve, so a weak match stays weak
+however good or bad the other matches are. Conclusions (summaries, findings, diffs) weigh
+fully; raw output (errors, commands, tool calls) less, since it states a problem, not its
+answer. A hit passes its strength on to the conclusions that followed it in its session (the
+next few findings and diffs, and the next summary), and a conclusion that is a hit to the
+findings and diffs just before it: pasting an error finds the fix. Recency only breaks
+near-ties. Everything is arithmetic on stored values, so results reproduce.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ CONCLUSION_KINDS = ("file_diff", "message")
 # How far a hit's relevance reaches forward in its session: this many findings/diffs, and
 # the next summary.
 EPISODE_REACH = 4
-# Only the best hits pass relevance on (their sessions are looked up).
+# Only the best hits (by bm25) pass strength on: their sessions are looked up.
 EPISODE_SOURCES = 30
 
 
@@ -78,27 +81,35 @@ def is_conclusion(hit: Hit) -> bool:
     return hit.type == "summaries" or hit.kind in CONCLUSION_KINDS
 
 
-def score_hits(hits: list[Hit], conclusions: list[Hit], now: int) -> list[Scored]:
+def strength(bm25: float, covered: float) -> float:
+    """How well one entity matches the query, in [0, 1): coverage times saturated bm25."""
+    return covered * saturate(bm25)
+
+
+def score_hits(
+    hits: list[Hit], conclusions: list[Hit], covered: dict[int, float], now: int
+) -> list[Scored]:
     """Every matched hit and every conclusion it reaches, scored, best first."""
     scored: dict[int, Scored] = {}
+    strengths = {hit.rowid: strength(hit.bm25, covered.get(hit.rowid, 0.0)) for hit in hits}
     for hit in hits:
         weight = kind_weight(hit)
         scored[hit.rowid] = Scored(
-            hit, W_RELEVANCE * weight * saturate(hit.bm25), kind_weight=weight, matched=True
+            hit, W_RELEVANCE * weight * strengths[hit.rowid], kind_weight=weight, matched=True
         )
     by_session: dict[str, list[Hit]] = {}
     for c in conclusions:
         by_session.setdefault(c.session or "", []).append(c)
     for source in hits[:EPISODE_SOURCES]:
-        if not source.session or source.type == "summaries":
+        if not source.session:
             continue
-        strength = saturate(source.bm25)
+        passed = W_EPISODE * strengths[source.rowid]
         for target in reached(source, by_session.get(source.session, [])):
             item = scored.get(target.rowid)
             if item is None:
                 item = scored[target.rowid] = Scored(target, kind_weight=kind_weight(target))
-            if W_EPISODE * strength > item.episode:
-                item.episode = W_EPISODE * strength
+            if passed > item.episode:
+                item.episode = passed
                 item.episode_from = source.id
     for item in scored.values():
         item.recency = W_RECENCY * recency(item.hit.ts, now)
@@ -106,22 +117,19 @@ def score_hits(hits: list[Hit], conclusions: list[Hit], now: int) -> list[Scored
 
 
 def reached(source: Hit, session: list[Hit]) -> list[Hit]:
-    """The conclusions after `source` in its session (oldest first) that it passes relevance to."""
-    out: list[Hit] = []
-    observations = 0
-    summary = False
-    for c in session:
-        if (c.ts, c.id) <= (source.ts, source.id) or c.rowid == source.rowid:
-            continue
-        if c.type == "summaries":
-            if not summary:
-                out.append(c)
-                summary = True
-        elif observations < EPISODE_REACH:
-            out.append(c)
-            observations += 1
-        if summary and observations >= EPISODE_REACH:
-            break
+    """The conclusions of `source`'s session it passes relevance to.
+
+    Forward: the next EPISODE_REACH findings/diffs and the next summary, the resolution of
+    what the hit shows. A hit that is itself a conclusion also reaches back to the
+    EPISODE_REACH findings/diffs before it: they belong to the same resolution.
+    """
+    key = (source.ts, source.id)
+    before = [c for c in session if (c.ts, c.id) < key and c.type != "summaries"]
+    after = [c for c in session if (c.ts, c.id) > key and c.rowid != source.rowid]
+    out = [c for c in after if c.type != "summaries"][:EPISODE_REACH]
+    out += [c for c in after if c.type == "summaries"][:1]
+    if is_conclusion(source):
+        out += before[-EPISODE_REACH:]
     return out
 
 

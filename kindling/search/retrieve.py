@@ -16,8 +16,8 @@ from kindling.errors import ValidationError
 from kindling.index import Index
 from kindling.index.tokens import Term
 from kindling.model import OBSERVATION_KINDS, PLURAL, scope_errors
-from kindling.search import rank
-from kindling.search.context import TermSet, match_context, matched_terms
+from kindling.search import coverage, rank
+from kindling.search.context import TermSet, match_context
 from kindling.search.fts_query import (
     Compiled,
     clean,
@@ -153,21 +153,6 @@ def current_summary(index: Index, scope: dict) -> dict | None:
     return None
 
 
-def rarest(index: Index):
-    """A Keep function: the `n` rarest terms that occur at all, in query order."""
-
-    def keep(terms: list[Term], n: int) -> list[Term]:
-        counted = []
-        for i, term in enumerate(terms[:RARITY_LOOKUPS]):
-            df = index.count_matching(term_expression(term))
-            if df:
-                counted.append((df, i, term))
-        chosen = sorted(counted)[:n]
-        return [term for _, _, term in sorted(chosen, key=lambda c: c[1])]
-
-    return keep
-
-
 def candidate_tier(
     index: Index,
     text: str,
@@ -181,7 +166,7 @@ def candidate_tier(
     explain: bool = False,
 ) -> tuple[int, list[dict]]:
     """(number of candidates found, the best `max_results` of them with scores)."""
-    keep = rarest(index)
+    keep = coverage.rarest(index)
     compiled: Compiled = compile_query(text, keep)
     options = dict(scope=scope, kinds=kinds, since=since, exclude=exclude)
     total, hits = 0, []
@@ -198,35 +183,42 @@ def candidate_tier(
         return 0, []
     sessions = sorted({h.session for h in hits[: rank.EPISODE_SOURCES] if h.session})
     conclusions = index.conclusions(sessions, **options)
-    scored = rank.score_hits(hits, conclusions, now)
-    total += sum(1 for item in scored if not item.matched)
-    entities = index.rows([item.hit.rowid for item in scored])
+    entities = index.rows([h.rowid for h in (*hits, *conclusions)])
     contents = {rowid: entity["content"] for rowid, entity in entities.items()}
+    terms = plain_terms(text, keep)
+    weights = coverage.weights(index, terms)
+    matched = {rowid: coverage.matches(content, weights) for rowid, content in contents.items()}
+    covered = {rowid: coverage.coverage(found, weights) for rowid, found in matched.items()}
+    scored = rank.score_hits(hits, conclusions, covered, now)
+    total += sum(1 for item in scored if not item.matched)
     best = rank.dedupe(scored, contents)[:max_results]
-    terms = TermSet(plain_terms(text, keep))
+    lookup = TermSet(terms)
     candidates = []
     for item in best:
-        content = contents[item.hit.rowid]
-        candidate: dict = {"entity": entities[item.hit.rowid], "score": item.score}
-        context = match_context(content, terms)
+        rowid = item.hit.rowid
+        candidate: dict = {"entity": entities[rowid], "score": item.score}
+        context = match_context(contents[rowid], lookup)
         if context:
             candidate["matchContext"] = context
         if explain:
-            candidate["explain"] = explanation(item, matched_terms(content, terms))
+            candidate["explain"] = explanation(item, matched[rowid], weights, covered[rowid])
         candidates.append(candidate)
     return total, candidates
 
 
-def explanation(item: rank.Scored, matched: dict[str, str]) -> dict:
+def explanation(
+    item: rank.Scored, matched: dict[str, str], weights: coverage.Weights, covered: float
+) -> dict:
     """The parts of a candidate's score (they add up to it) and what they came from."""
     return {
         "relevance": item.relevance,
         "episode": item.episode,
         "recency": item.recency,
         "bm25": item.hit.bm25 if item.matched else None,
+        "coverage": covered,
         "kindWeight": item.kind_weight,
         "episodeFrom": item.episode_from,
-        "matched": matched,
+        "matched": {t: {"in": where, "idf": weights.idf[t]} for t, where in matched.items()},
     }
 
 

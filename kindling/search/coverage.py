@@ -1,0 +1,97 @@
+"""How much of a query an entity covers: the idf-weighted share of its terms it contains.
+
+    coverage = sum(idf of the query terms the text holds) / sum(idf of all query terms)
+
+with idf = ln(1 + (N - df + 0.5) / (df + 0.5)) as bm25 has it (N: indexed texts, df: texts
+holding the term). A rare specific term (an error code, a function name) counts for much more
+than a common word, and a text matching one common word of a long pasted error covers little
+of it however short it is. Terms found nowhere in the store are left out of the sum: no
+candidate could match them. A term matches when any of its forms occurs (a phrase form as
+consecutive tokens), in the text or in the other spellings of its names.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections.abc import Callable
+from typing import NamedTuple
+
+from kindling.index import Index
+from kindling.index.tokens import WORD, Term, index_extra
+
+
+def fold(token: str) -> str:
+    """A token as the `unicode61` tokenizer stores it: lower case, diacritics removed."""
+    low = token.lower()
+    if low.isascii():
+        return low
+    return "".join(c for c in unicodedata.normalize("NFKD", low) if not unicodedata.combining(c))
+
+
+class Weights(NamedTuple):
+    """The query's terms with their idf (0 for a term no text holds)."""
+
+    terms: list[Term]
+    idf: dict[str, float]
+
+    @property
+    def total(self) -> float:
+        return sum(self.idf.values())
+
+
+def _form_tokens(term: Term) -> list[tuple[str, ...]]:
+    return [tuple(fold(t) for t in form) for form in term.forms]
+
+
+def frequencies(index: Index, terms: list[Term]) -> dict[str, int]:
+    """Each term's document frequency: that of its most frequent form (a phrase: its rarest token)."""
+    tokens = {t for term in terms for form in _form_tokens(term) for t in form}
+    _, df = index.document_frequencies(tokens)
+    return {
+        term.text: max(min(df[t] for t in form) for form in _form_tokens(term)) for term in terms
+    }
+
+
+def weights(index: Index, terms: list[Term]) -> Weights:
+    """The idf of each query term in this index."""
+    tokens = {t for term in terms for form in _form_tokens(term) for t in form}
+    n, df = index.document_frequencies(tokens)
+    idf = {}
+    for term in terms:
+        d = max(min(df[t] for t in form) for form in _form_tokens(term))
+        idf[term.text] = math.log(1 + (n - d + 0.5) / (d + 0.5)) if d else 0.0
+    return Weights(terms, idf)
+
+
+def rarest(index: Index) -> Callable[[list[Term], int], list[Term]]:
+    """A Keep function for fts_query: the `n` rarest terms that occur at all, in query order."""
+
+    def keep(terms: list[Term], n: int) -> list[Term]:
+        df = frequencies(index, terms)
+        counted = sorted((df[t.text], i) for i, t in enumerate(terms) if df[t.text])
+        return [terms[i] for i in sorted(i for _, i in counted[:n])]
+
+    return keep
+
+
+def matches(content: str, weights: Weights) -> dict[str, str]:
+    """The query terms `content` holds, each with where: 'text' or 'names' (another spelling)."""
+    text = " " + " ".join(fold(w) for w in WORD.findall(content)) + " "
+    extra = index_extra(content)
+    names = " " + " ".join(fold(w) for w in WORD.findall(extra)) + " " if extra else " "
+    found = {}
+    for term in weights.terms:
+        for where, tokens in (("text", text), ("names", names)):
+            if any(" " + " ".join(form) + " " in tokens for form in _form_tokens(term)):
+                found[term.text] = where
+                break
+    return found
+
+
+def coverage(matched: dict[str, str], weights: Weights) -> float:
+    """The idf-weighted share of the query's terms that were matched, in [0, 1]."""
+    total = weights.total
+    if total <= 0:
+        return 0.0
+    return min(1.0, sum(weights.idf[t] for t in matched) / total)
