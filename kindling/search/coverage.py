@@ -20,6 +20,9 @@ from typing import NamedTuple
 from kindling.index import Index
 from kindling.index.tokens import WORD, Term, index_extra
 
+# Distinct query terms whose rarity is looked up when a query has too many to search them all.
+RARITY_LOOKUPS = 512
+
 
 def fold(token: str) -> str:
     """A token as the `unicode61` tokenizer stores it: lower case, diacritics removed."""
@@ -65,9 +68,14 @@ def weights(index: Index, terms: list[Term]) -> Weights:
 
 
 def rarest(index: Index) -> Callable[[list[Term], int], list[Term]]:
-    """A Keep function for fts_query: the `n` rarest terms that occur at all, in query order."""
+    """A Keep function for fts_query: the `n` rarest terms that occur at all, in query order.
+
+    Only the first RARITY_LOOKUPS distinct terms are looked up, so a megabyte of pasted text
+    costs a bounded number of lookups.
+    """
 
     def keep(terms: list[Term], n: int) -> list[Term]:
+        terms = terms[:RARITY_LOOKUPS]
         df = frequencies(index, terms)
         counted = sorted((df[t.text], i) for i, t in enumerate(terms) if df[t.text])
         return [terms[i] for i in sorted(i for _, i in counted[:n])]

@@ -1,15 +1,17 @@
 """How candidates are scored: relevance, the episode they belong to, and a little recency.
 
     score     = relevance + episode + recency                  (each part >= 0, sum <= 1)
-    strength  = coverage * s / (s + K)                         s = -bm25, the FTS5 match
+    strength  = coverage * (1 + s / (s + K)) / 2               s = -bm25, the FTS5 match
     relevance = W_RELEVANCE * kind_weight * strength
-    episode   = W_EPISODE * strength of the best earlier hit of the same session that reaches it
+    episode   = W_EPISODE * strength of the best hit of its session that reaches it (below)
     recency   = W_RECENCY * max(0, 1 - age / 30 days)
 
 Coverage (kindling.search.coverage) is the idf-weighted share of the query's terms an entity
 holds, so rare specific terms outweigh common ones and one common word of a pasted error is
-worth little; s / (s + K) maps bm25 to [0, 1) on one fixed curve, so a weak match stays weak
-however good or bad the other matches are. Conclusions (summaries, findings, diffs) weigh
+worth little. bm25 (term frequency, text length) moves a match within the upper half of its
+coverage: s / (s + K) maps it to [0, 1) on one fixed curve, so a weak match stays weak however
+good or bad the other matches are, and a term most texts hold (bm25 near 0 in a small store)
+still counts by its coverage. Conclusions (summaries, findings, diffs) weigh
 fully; raw output (errors, commands, tool calls) less, since it states a problem, not its
 answer. A hit passes its strength on to the conclusions that followed it in its session (the
 next few findings and diffs, and the next summary), and a conclusion that is a hit to the
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 
 from kindling.index import Hit
 
+# bm25 at which a match is half saturated: about one rare term's worth.
 K = 8.0
 W_RELEVANCE = 0.6
 W_EPISODE = 0.35
@@ -82,8 +85,8 @@ def is_conclusion(hit: Hit) -> bool:
 
 
 def strength(bm25: float, covered: float) -> float:
-    """How well one entity matches the query, in [0, 1): coverage times saturated bm25."""
-    return covered * saturate(bm25)
+    """How well one entity matches the query, in [0, 1): coverage, moved by bm25."""
+    return covered * (1 + saturate(bm25)) / 2
 
 
 def score_hits(

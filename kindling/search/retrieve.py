@@ -27,12 +27,10 @@ from kindling.search.fts_query import (
 )
 
 PROVIDER = "local-fts"
-# Matches ranked by bm25 before scoring: enough that episode boosts and the kind weight can
-# reorder them, few enough that scoring stays a small fixed cost at any store size.
+# Matches (best by bm25) that are scored: enough that coverage, episodes and the kind weight
+# can reorder them, few enough that scoring costs the same at any store size. A --max up to
+# POOL therefore always returns a prefix of a larger one.
 POOL = 100
-# When a query has more distinct terms than MAX_TERMS, at most this many are looked up to
-# find the rarest ones.
-RARITY_LOOKUPS = 256
 # The token estimate: characters of the compact JSON of the result per token.
 CHARS_PER_TOKEN = 4
 
@@ -174,7 +172,7 @@ def candidate_tier(
         if expression is None:
             continue
         try:
-            total, hits = index.match(expression, limit=max(POOL, 2 * max_results), **options)
+            total, hits = index.match(expression, limit=max(POOL, max_results), **options)
         except sqlite3.OperationalError:
             continue  # not valid FTS5 after all: try the plain words instead
         if hits:
