@@ -39,7 +39,13 @@ def words(text: str) -> list[str]:
 
 
 def camel_parts(token: str) -> list[str]:
-    """A letters-and-digits token split at its case changes (`useLocalStorage` -> 3 parts)."""
+    """A letters-and-digits token split at its case changes (`useLocalStorage` -> 3 parts).
+
+    A case change right after a digit does not split (`utf8Decode`, `8007000A`), and neither
+    does a hex literal (`0xC0000005`): codes stay whole.
+    """
+    if token[:2] in ("0x", "0X"):
+        return [token]
     return [p for p in _CAMEL.split(token) if p]
 
 
