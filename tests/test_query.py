@@ -53,7 +53,13 @@ from kindling.search.fts_query import (
         ("x (b", Compiled(None, '"x" OR "b"')),
         ('"token-expired"*', Compiled('"token expired"*', '("tokenexpired" OR "token expired")')),
         ("busyTimeout OR retry", Compiled(None, '("busytimeout" OR "busy timeout") OR "retry"')),
-        ("busyTimeout NOT retry", Compiled('("busytimeout" OR "busy timeout") NOT "retry"', '("busytimeout" OR "busy timeout") OR "retry"')),
+        (
+            "busyTimeout NOT retry",
+            Compiled(
+                '("busytimeout" OR "busy timeout") NOT "retry"',
+                '("busytimeout" OR "busy timeout") OR "retry"',
+            ),
+        ),
     ],
 )
 def test_compile(text, expected):
@@ -76,7 +82,6 @@ def test_cap_keeps_what_the_keep_function_picks_in_query_order():
     terms = plain(many, rarest_last).split(" OR ")
     assert len(terms) == MAX_TERMS
     assert terms[0] == f'"w{100 - MAX_TERMS}"' and terms[-1] == '"w99"'
-
 
 
 def test_lone_surrogates_are_replaced():
@@ -159,7 +164,7 @@ def test_malformed_syntax_falls_back_to_the_words(text, expected):
 
 def test_pasted_text_is_words_even_with_operators_and_quotes():
     for text in (
-        'NOT NULL constraint failed: users.email',
+        "NOT NULL constraint failed: users.email",
         'KeyError: "user_id" OR missing',
         '{"error": "E11000 duplicate key"}',
         "https://example.com/a?b=(c)",

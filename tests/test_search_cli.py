@@ -262,7 +262,7 @@ NASTY = [
     "(token OR " * 300 + "x" + ")" * 300,
     '{"error": {"code": "E11000", "keyValue": {"email": null}}}',
     "https://example.com/a/b?c=d&e=(f)#g",
-    "Traceback (most recent call last):\n  File \"a.py\", line 1, in <module>",
+    'Traceback (most recent call last):\n  File "a.py", line 1, in <module>',
     "token* OR",
     "* token",
     "token NOT",

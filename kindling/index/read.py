@@ -132,7 +132,7 @@ class IndexReader:
         return total, [Hit(*r[:7]) for r in rows]
 
     def document_frequencies(self, tokens: Iterable[str]) -> tuple[int, dict[str, int]]:
-        """(indexed texts in all, how many of them hold each token); tokens as the index has them."""
+        """(indexed texts in all, how many of them hold each token, as the index stores it)."""
         total = self.conn.execute("SELECT count(*) FROM fts_docsize").fetchone()[0]
         found: dict[str, int] = {}
         for token in sorted(set(tokens)):

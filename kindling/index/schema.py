@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kindling import canonical
-from kindling.model import ENTITY_TYPES, SCOPE_NAMES
 from kindling.index.tokens import searchable
+from kindling.model import ENTITY_TYPES, SCOPE_NAMES
 from kindling.store import (
     Problem,  # noqa: F401 - part of the index API
     fanout,

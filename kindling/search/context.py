@@ -2,7 +2,8 @@
 
 FTS5's snippet() is quadratic in the number of hits inside one document (a word repeated
 20,000 times takes seconds), so the window is cut here instead: at most WIDTH characters of
-the content around the first matching word, `…` marking each cut, matched words in **bold**.
+the content around the first matching word, `…` marking each cut, the first MARKS matched
+words in **bold**.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from kindling.index.tokens import WORD, Term, camel_parts
 WIDTH = 200
 # Characters of the window shown before the match.
 LEAD = 60
+# Words marked in **bold** at most, so the markers add at most 4 * MARKS characters.
+MARKS = 10
 
 
 def _stem_key(word: str) -> str:
@@ -64,7 +67,7 @@ def match_context(content: str, terms: TermSet) -> str | None:
     for m in WORD.finditer(window):
         # A word cut by the window's edge is shown as it is, unmarked.
         whole = (m.start() > 0 or start == 0) and (m.end() < len(window) or end == len(content))
-        if whole and terms.which(m.group())[0] is not None:
+        if whole and len(out) < 2 * MARKS and terms.which(m.group())[0] is not None:
             out.append(window[pos : m.start()])
             out.append(f"**{m.group()}**")
             pos = m.end()

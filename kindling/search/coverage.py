@@ -48,7 +48,7 @@ def _form_tokens(term: Term) -> list[tuple[str, ...]]:
 
 
 def frequencies(index: Index, terms: list[Term]) -> dict[str, int]:
-    """Each term's document frequency: that of its most frequent form (a phrase: its rarest token)."""
+    """Each term's document frequency: its most frequent form's (a phrase: its rarest token's)."""
     tokens = {t for term in terms for form in _form_tokens(term) for t in form}
     _, df = index.document_frequencies(tokens)
     return {

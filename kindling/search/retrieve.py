@@ -14,7 +14,6 @@ from kindling import canonical
 from kindling.clock import now_ms
 from kindling.errors import ValidationError
 from kindling.index import Index
-from kindling.index.tokens import Term
 from kindling.model import OBSERVATION_KINDS, PLURAL, scope_errors
 from kindling.search import coverage, rank
 from kindling.search.context import TermSet, match_context
@@ -23,7 +22,6 @@ from kindling.search.fts_query import (
     clean,
     compile_query,
     plain_terms,
-    term_expression,
 )
 
 PROVIDER = "local-fts"
