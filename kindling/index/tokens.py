@@ -21,6 +21,8 @@ RUN = re.compile(r"[^\W_]+(?:[_.\-]*[^\W_]+)*")
 _CAMEL = re.compile(r"(?<=[^\W\d_])(?<![A-Z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 # A run that is worth splitting at all: it has a separator or an inner capital.
 _COMPOUND = re.compile(r"[_\-.]|[^\W_][A-Z]")
+# Where a text has a name worth splitting: most texts have none, and are not walked.
+_HINGE = re.compile(r"[^\W_][_\-][^\W_]|[^\W\d_][A-Z]")
 
 
 class Term(NamedTuple):
@@ -70,6 +72,10 @@ def index_extra(text: str) -> str:
     """
     extra: list[str] = []
     seen: set[str] = set()
+    if "_" not in text and "-" not in text and text == text.lower():
+        return ""  # no separator and no capital: nothing to split (checked at memchr speed)
+    if not _HINGE.search(text):
+        return ""
     for match in RUN.finditer(text):
         run = match.group()
         if not _COMPOUND.search(run) or run in seen:

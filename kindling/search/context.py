@@ -8,6 +8,8 @@ words in **bold**.
 
 from __future__ import annotations
 
+import re
+
 from kindling.index.tokens import WORD, Term, camel_parts
 
 WIDTH = 200
@@ -34,6 +36,9 @@ class TermSet:
                 for token in form:
                     self.exact.setdefault(token, term.text)
                     self.stems.setdefault(_stem_key(token), term.text)
+        # Every matching word holds one of these: found by the regex engine, then checked.
+        keys = sorted(set(self.stems) | set(self.exact), key=len, reverse=True)
+        self.find = re.compile("|".join(map(re.escape, keys)), re.IGNORECASE) if keys else None
 
     def which(self, token: str) -> tuple[str | None, bool]:
         """(the term a text token matches or None, whether it matched exactly)."""
@@ -49,14 +54,37 @@ class TermSet:
         return found, False
 
 
+_WORD_BACK = re.compile(r"[^\W_]*")
+
+
+def first_match(content: str, terms: TermSet) -> re.Match | None:
+    """The first word of `content` that matches a query term, each word looked at once."""
+    if terms.find is None:
+        return None
+    reverse = None
+    pos = 0
+    while True:
+        hit = terms.find.search(content, pos)
+        if hit is None:
+            return None
+        # The word holding the hit starts at or after `pos` (the end of the last word seen);
+        # it is found by matching word characters backwards, in the reversed text.
+        if reverse is None:
+            reverse = content[::-1]
+        back = _WORD_BACK.match(reverse, len(content) - hit.start())
+        start = len(content) - back.end()
+        word = WORD.match(content, start)
+        if word is None:  # the hit is not inside a word (cannot happen: keys are words)
+            pos = hit.end()
+            continue
+        if terms.which(word.group())[0] is not None:
+            return word
+        pos = word.end()
+
+
 def match_context(content: str, terms: TermSet) -> str | None:
     """A window of at most WIDTH characters of `content` around its first match, or None."""
-    first = None
-    for m in WORD.finditer(content):
-        term, _ = terms.which(m.group())
-        if term is not None:
-            first = m
-            break
+    first = first_match(content, terms)
     if first is None:
         return None
     start = max(0, first.start() - LEAD)

@@ -13,6 +13,7 @@ consecutive tokens), in the text or in the other spellings of its names.
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from collections.abc import Callable
 from typing import NamedTuple
@@ -24,12 +25,20 @@ from kindling.index.tokens import WORD, Term, index_extra
 RARITY_LOOKUPS = 512
 
 
-def fold(token: str) -> str:
-    """A token as the `unicode61` tokenizer stores it: lower case, diacritics removed."""
-    low = token.lower()
+_MARKS = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
+
+
+def fold(text: str) -> str:
+    """Text as the `unicode61` tokenizer stores its tokens: lower case, diacritics removed."""
+    low = text.lower()
     if low.isascii():
         return low
-    return "".join(c for c in unicodedata.normalize("NFKD", low) if not unicodedata.combining(c))
+    return _MARKS.sub("", unicodedata.normalize("NFKD", low))
+
+
+def _tokens(text: str) -> str:
+    """The folded tokens of a text, each between spaces, for phrase lookups by substring."""
+    return " " + " ".join(WORD.findall(fold(text))) + " "
 
 
 class Weights(NamedTuple):
@@ -85,15 +94,18 @@ def rarest(index: Index) -> Callable[[list[Term], int], list[Term]]:
 
 def matches(content: str, weights: Weights) -> dict[str, str]:
     """The query terms `content` holds, each with where: 'text' or 'names' (another spelling)."""
-    text = " " + " ".join(fold(w) for w in WORD.findall(content)) + " "
-    extra = index_extra(content)
-    names = " " + " ".join(fold(w) for w in WORD.findall(extra)) + " " if extra else " "
-    found = {}
+    found: dict[str, str] = {}
+    names = None  # the other spellings are worked out only when a term needs them
+    text = _tokens(content)
     for term in weights.terms:
-        for where, tokens in (("text", text), ("names", names)):
-            if any(" " + " ".join(form) + " " in tokens for form in _form_tokens(term)):
-                found[term.text] = where
-                break
+        phrases = [" " + " ".join(form) + " " for form in _form_tokens(term)]
+        if any(p in text for p in phrases):
+            found[term.text] = "text"
+            continue
+        if names is None:
+            names = _tokens(index_extra(content))
+        if any(p in names for p in phrases):
+            found[term.text] = "names"
     return found
 
 
