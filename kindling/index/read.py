@@ -141,29 +141,39 @@ class IndexReader:
             found[token] = row[0] if row else 0
         return total, found
 
-    def conclusions(
+    def episode(
         self,
-        sessions: list[str],
+        hit: Hit,
         *,
+        reach: int,
+        backward: bool,
         scope: dict | None = None,
         kinds: list[str] | None = None,
         since: int | None = None,
         exclude: Iterable[tuple[str, str]] = (),
-        limit: int = 2000,
     ) -> list[Hit]:
-        """Searchable summaries and finding/diff observations of these sessions, oldest first."""
-        if not sessions:
+        """The conclusions of `hit`'s session it reaches: the next `reach` findings/diffs and
+        the next summary, and with `backward` the `reach` findings/diffs before it."""
+        if hit.session is None:
             return []
         where, params = self._searchable(scope=scope, kinds=kinds, since=since, exclude=exclude)
-        marks = ", ".join("?" * len(sessions))
-        sql = (
-            "SELECT e.rowid, e.type, e.id, e.time, e.kind, e.session, 0.0 FROM entities e "
-            f"WHERE e.session IN ({marks}) AND ({where}) "
-            "AND (e.type = 'summaries' OR e.kind IN ('file_diff', 'message')) "
-            "AND e.redacted = 0 ORDER BY e.session, e.time, e.id LIMIT ?"
-        )
-        rows = self.conn.execute(sql, [*sessions, *params, limit]).fetchall()
-        return [Hit(*r) for r in rows]
+        found = "e.type = 'observations' AND e.kind IN ('file_diff', 'message') AND e.redacted = 0"
+        asks = [
+            (found, ">", "e.time, e.id", reach),
+            ("e.type = 'summaries'", ">", "e.time, e.id", 1),
+        ]
+        if backward:
+            asks.append((found, "<", "e.time DESC, e.id DESC", reach))
+        out = []
+        for what, direction, order, limit in asks:
+            sql = (
+                "SELECT e.rowid, e.type, e.id, e.time, e.kind, e.session, 0.0 FROM entities e "
+                f"WHERE e.session = ? AND (e.time, e.id) {direction} (?, ?) AND {what} "
+                f"AND ({where}) ORDER BY {order} LIMIT ?"
+            )
+            args = [hit.session, hit.ts, hit.id, *params, limit]
+            out.extend(Hit(*r) for r in self.conn.execute(sql, args))
+        return [h for h in out if h.rowid != hit.rowid]
 
     def _searchable(
         self,

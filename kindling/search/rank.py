@@ -35,8 +35,8 @@ RECENCY_WINDOW_MS = 30 * 24 * 60 * 60 * 1000
 # Raw output states a problem; a finding, a diff or a summary states what was concluded.
 KIND_WEIGHT = {"error": 0.7, "command": 0.7, "tool_call": 0.7}
 CONCLUSION_KINDS = ("file_diff", "message")
-# How far a hit's relevance reaches forward in its session: this many findings/diffs, and
-# the next summary.
+# How far a hit's strength reaches in its session: the next this many findings/diffs and the
+# next summary; for a hit that is itself a conclusion, also this many findings/diffs before it.
 EPISODE_REACH = 4
 # Only the best hits (by bm25) pass strength on: their sessions are looked up.
 EPISODE_SOURCES = 30
@@ -90,9 +90,10 @@ def strength(bm25: float, covered: float) -> float:
 
 
 def score_hits(
-    hits: list[Hit], conclusions: list[Hit], covered: dict[int, float], now: int
+    hits: list[Hit], reached: dict[int, list[Hit]], covered: dict[int, float], now: int
 ) -> list[Scored]:
-    """Every matched hit and every conclusion it reaches, scored, best first."""
+    """Every matched hit and every conclusion it reaches (`reached`: by hit rowid), scored,
+    best first."""
     scored: dict[int, Scored] = {}
     strengths = {hit.rowid: strength(hit.bm25, covered.get(hit.rowid, 0.0)) for hit in hits}
     for hit in hits:
@@ -100,14 +101,9 @@ def score_hits(
         scored[hit.rowid] = Scored(
             hit, W_RELEVANCE * weight * strengths[hit.rowid], kind_weight=weight, matched=True
         )
-    by_session: dict[str, list[Hit]] = {}
-    for c in conclusions:
-        by_session.setdefault(c.session or "", []).append(c)
     for source in hits[:EPISODE_SOURCES]:
-        if not source.session:
-            continue
         passed = W_EPISODE * strengths[source.rowid]
-        for target in reached(source, by_session.get(source.session, [])):
+        for target in reached.get(source.rowid, ()):
             item = scored.get(target.rowid)
             if item is None:
                 item = scored[target.rowid] = Scored(target, kind_weight=kind_weight(target))
@@ -117,23 +113,6 @@ def score_hits(
     for item in scored.values():
         item.recency = W_RECENCY * recency(item.hit.ts, now)
     return sorted(scored.values(), key=order)
-
-
-def reached(source: Hit, session: list[Hit]) -> list[Hit]:
-    """The conclusions of `source`'s session it passes relevance to.
-
-    Forward: the next EPISODE_REACH findings/diffs and the next summary, the resolution of
-    what the hit shows. A hit that is itself a conclusion also reaches back to the
-    EPISODE_REACH findings/diffs before it: they belong to the same resolution.
-    """
-    key = (source.ts, source.id)
-    before = [c for c in session if (c.ts, c.id) < key and c.type != "summaries"]
-    after = [c for c in session if (c.ts, c.id) > key and c.rowid != source.rowid]
-    out = [c for c in after if c.type != "summaries"][:EPISODE_REACH]
-    out += [c for c in after if c.type == "summaries"][:1]
-    if is_conclusion(source):
-        out += before[-EPISODE_REACH:]
-    return out
 
 
 def order(item: Scored) -> tuple:

@@ -177,15 +177,20 @@ def candidate_tier(
             break  # syntax that finds nothing falls back to the words too
     if not hits:
         return 0, []
-    sessions = sorted({h.session for h in hits[: rank.EPISODE_SOURCES] if h.session})
-    conclusions = index.conclusions(sessions, **options)
-    entities = index.rows([h.rowid for h in (*hits, *conclusions)])
+    reached = {
+        hit.rowid: index.episode(
+            hit, reach=rank.EPISODE_REACH, backward=rank.is_conclusion(hit), **options
+        )
+        for hit in hits[: rank.EPISODE_SOURCES]
+    }
+    extra = [h for found in reached.values() for h in found]
+    entities = index.rows([h.rowid for h in (*hits, *extra)])
     contents = {rowid: entity["content"] for rowid, entity in entities.items()}
     terms = plain_terms(text, keep)
     weights = coverage.weights(index, terms)
     matched = {rowid: coverage.matches(content, weights) for rowid, content in contents.items()}
     covered = {rowid: coverage.coverage(found, weights) for rowid, found in matched.items()}
-    scored = rank.score_hits(hits, conclusions, covered, now)
+    scored = rank.score_hits(hits, reached, covered, now)
     total += sum(1 for item in scored if not item.matched)
     best = rank.dedupe(scored, contents)[:max_results]
     lookup = TermSet(terms)
