@@ -115,12 +115,12 @@ sum_1b2c (confidence: 0.85)
 
 Candidates (2):
 
-1. 5f1c0d2e-0000-4000-8000-000000000001 (score: 0.37)
+1. 5f1c0d2e-0000-4000-8000-000000000001 (score: 0.35)
    Type: observation
    Content: auth middleware rejects valid tokens after the upgrade
    Time: 2025-06-18 10:41:04
 
-2. 77aa0d2e-0000-4000-8000-000000000002 (score: 0.08)
+2. 77aa0d2e-0000-4000-8000-000000000002 (score: 0.07)
    Type: observation
    Content: npm test -- auth
             all 42 auth tests pass

@@ -28,8 +28,10 @@ from kindling.index import Hit
 
 # bm25 at which a match is half saturated: about one rare term's worth.
 K = 8.0
-W_RELEVANCE = 0.6
-W_EPISODE = 0.35
+W_RELEVANCE = 0.55
+# About W_RELEVANCE times the raw kinds' weight: a conclusion reached from an error starts
+# level with that error, and its own words decide which comes first.
+W_EPISODE = 0.4
 W_RECENCY = 0.05
 RECENCY_WINDOW_MS = 30 * 24 * 60 * 60 * 1000
 # Raw output states a problem; a finding, a diff or a summary states what was concluded.
