@@ -61,10 +61,13 @@ def copy_store(src: Path, dst: Path) -> Path:
 
 
 def api_ms(checkout: Path, store: Path, query: str, runs: int, limit: int) -> float:
+    """Median ms of `runs` retrieve() calls by the checkout's code (after one warm-up call)."""
     env = dict(os.environ, PYTHONPATH=str(checkout), KINDLING_NOW=str(bench.NOW))
+    # Run from inside the checkout: `python -c` and `-m` put the working directory first.
     out = subprocess.run(
         [sys.executable, "-c", _CHILD, str(store), query, str(runs), str(limit)],
         env=env,
+        cwd=checkout,
         capture_output=True,
         text=True,
         check=True,
@@ -77,7 +80,14 @@ def process_ms(checkout: Path, store: Path, args: list[str]) -> float:
         os.environ, PYTHONPATH=str(checkout), KINDLING_NOW=str(bench.NOW), KINDLING_STORE=str(store)
     )
     start = time.perf_counter()
-    bench.process([sys.executable, "-m", "kindling", "search", *args], env)
+    subprocess.run(
+        [sys.executable, "-m", "kindling", "search", *args],
+        env=env,
+        cwd=checkout,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=True,
+    )
     return (time.perf_counter() - start) * 1000
 
 
