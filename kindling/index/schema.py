@@ -136,7 +136,8 @@ CREATE UNIQUE INDEX files_by_path ON files(path);
 CREATE INDEX entities_redacted ON entities(type) WHERE redacted = 1;
 CREATE INDEX entities_by_id ON entities(id, type);
 CREATE INDEX entities_by_time ON entities(type, time DESC, id);
-CREATE INDEX entities_by_session ON entities(session, time, id) WHERE session IS NOT NULL;
+CREATE INDEX entities_by_session ON entities(session, type, time, id, kind, redacted, shadowed)
+    WHERE session IS NOT NULL;
 CREATE INDEX files_with_problems ON files(path) WHERE problem IS NOT NULL;
 """
 
