@@ -125,11 +125,14 @@ def order(item: Scored) -> tuple:
 _SPACE = re.compile(r"\s+")
 
 
-def dedupe(items: list[Scored], contents: dict[int, str]) -> list[Scored]:
-    """Near-identical candidates (same content up to case and spacing) collapsed to the best."""
+def dedupe(items: list[Scored], contents: dict[int, str], limit: int) -> list[Scored]:
+    """The first `limit` items, near-identical ones (same content up to case and spacing)
+    collapsed to the best."""
     seen: set[str] = set()
-    out = []
+    out: list[Scored] = []
     for item in items:
+        if len(out) >= limit:
+            break
         key = _SPACE.sub(" ", contents.get(item.hit.rowid, "")).strip().lower()
         if key in seen:
             continue

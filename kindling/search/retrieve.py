@@ -188,11 +188,12 @@ def candidate_tier(
     contents = {rowid: entity["content"] for rowid, entity in entities.items()}
     terms = plain_terms(text, keep)
     weights = coverage.weights(index, terms)
-    matched = {rowid: coverage.matches(content, weights) for rowid, content in contents.items()}
+    # Only matches have a coverage; a conclusion reached through its episode did not match.
+    matched = {h.rowid: coverage.matches(contents[h.rowid], weights) for h in hits}
     covered = {rowid: coverage.coverage(found, weights) for rowid, found in matched.items()}
     scored = rank.score_hits(hits, reached, covered, now)
     total += sum(1 for item in scored if not item.matched)
-    best = rank.dedupe(scored, contents)[:max_results]
+    best = rank.dedupe(scored, contents, max_results)
     lookup = TermSet(terms)
     candidates = []
     for item in best:
@@ -202,7 +203,8 @@ def candidate_tier(
         if context:
             candidate["matchContext"] = context
         if explain:
-            candidate["explain"] = explanation(item, matched[rowid], weights, covered[rowid])
+            found = matched.get(rowid, {})
+            candidate["explain"] = explanation(item, found, weights, covered.get(rowid, 0.0))
         candidates.append(candidate)
     return total, candidates
 
