@@ -22,7 +22,7 @@ near-ties. Everything is arithmetic on stored values, so results reproduce.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kindling.index import Hit
 
@@ -55,7 +55,6 @@ class Scored:
     kind_weight: float = 1.0
     matched: bool = False
     episode_from: str | None = None
-    extra: dict = field(default_factory=dict)
 
     @property
     def score(self) -> float:
