@@ -268,6 +268,16 @@ def test_no_stemming_conflation(store, mem):
     assert [i for i, _ in ranked(mem.search("locale"))] == ["locale"]
 
 
+def test_huge_pasted_queries_are_answered_by_their_rarest_terms(store, mem):
+    obs(store, "hit", "ZeroDivisionError raised in totals")
+    obs(store, "common", "common words everywhere")
+    trace = " ".join(f"frame{n} common" for n in range(100_000))  # about 1.3 MB, 100,001 terms
+    result = mem.search(trace + "\nZeroDivisionError: division by zero")
+    assert [c["entity"]["id"] for c in result["candidates"]][0] == "hit"
+    deep = "(" * 300 + "ZeroDivisionError" + ")" * 300
+    assert [c["entity"]["id"] for c in mem.search(deep)["candidates"]] == ["hit"]
+
+
 def test_results_are_deterministic(store, mem):
     for n in range(40):
         obs(
