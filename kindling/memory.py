@@ -353,8 +353,12 @@ class Memory:
         max_results: int = 10,
         max_tokens: int | None = None,
         include_redacted: bool = False,
+        explain: bool = False,
     ) -> dict:
-        """Pins, the current summary and ranked candidates for `query`: a RetrieveResult dict."""
+        """Pins, the current summary and ranked candidates for `query`: a RetrieveResult dict.
+
+        With `explain`, each candidate also carries the parts of its score.
+        """
         from kindling.search.retrieve import check_search_options, retrieve
 
         check_search_options(query, scope, kinds, since, max_results, max_tokens)
@@ -368,6 +372,7 @@ class Memory:
             max_results=max_results,
             max_tokens=max_tokens,
             include_redacted=include_redacted,
+            explain=explain,
         )
 
     def reindex(self, full: bool = False, *, progress: ProgressFactory | None = None) -> SyncReport:

@@ -116,12 +116,12 @@ sum_1b2c (confidence: 0.85)
 
 Candidates (2):
 
-1. 5f1c0d2e-0000-4000-8000-000000000001 (score: 0.98)
+1. 5f1c0d2e-0000-4000-8000-000000000001 (score: 0.35)
    Type: observation
    Content: auth middleware rejects valid tokens after the upgrade
    Time: 2025-06-18 10:41:04
 
-2. 77aa0d2e-0000-4000-8000-000000000002 (score: 0.00)
+2. 77aa0d2e-0000-4000-8000-000000000002 (score: 0.07)
    Type: observation
    Content: npm test -- auth
             all 42 auth tests pass
@@ -152,6 +152,42 @@ def test_json_is_the_retrieve_result_as_the_api_returns_it(story, run):
     assert set(expected) == {"pins", "candidates", "provenance"}  # no session summary here
 
 
+def test_explain_shows_parts_that_add_up(story, run):
+    result = run("search", "auth tokens", "--explain")
+    assert result.exit_code == 0, result.output
+    lines = [line.strip() for line in result.stdout.splitlines()]
+    sums = [line for line in lines if line.startswith("Score ")]
+    assert len(sums) == 2
+    for line in sums:
+        # "Score S = relevance R + episode E + recency C"
+        words = line.replace("=", " ").replace("+", " ").split()
+        score, parts = float(words[1]), [float(words[i]) for i in (3, 5, 7)]
+        assert abs(score - sum(parts)) < 2e-4  # four decimals each
+    assert "Matched: auth (text, idf" in result.stdout
+    plain = run("search", "auth tokens")
+    assert "Matched:" not in plain.stdout
+
+
+def test_explain_in_json_only_when_asked(story, run):
+    asked = json.loads(run("search", "auth tokens", "--json", "--explain").stdout)
+    assert all("explain" in c for c in asked["candidates"])
+    first = asked["candidates"][0]["explain"]
+    assert set(first) == {
+        "relevance",
+        "episode",
+        "recency",
+        "bm25",
+        "coverage",
+        "kindWeight",
+        "episodeFrom",
+        "matched",
+    }
+    plain = json.loads(run("search", "auth tokens", "--json").stdout)
+    assert all("explain" not in c for c in plain["candidates"])
+    for with_parts, without in zip(asked["candidates"], plain["candidates"], strict=True):
+        assert {k: v for k, v in with_parts.items() if k != "explain"} == without
+
+
 def test_max_tokens_and_kind_and_since(story, run):
     tight = json.loads(run("search", "auth", "--max-tokens", "150", "--json").stdout)
     assert tight["provenance"]["truncatedDueToTokenBudget"] is True
@@ -180,8 +216,8 @@ def test_logged_then_found_at_once(store_dir, run):
 # A few hostile queries end to end; test_query runs many more through the compiler and FTS5.
 NASTY_CLI = [
     ("", []),
-    ("NOT token", ["5f1c0d2e-0000-4000-8000-000000000001"]),
-    ("auth**", ["77aa0d2e-0000-4000-8000-000000000002", "5f1c0d2e-0000-4000-8000-000000000001"]),
+    ("NOT tokens", ["5f1c0d2e-0000-4000-8000-000000000001"]),
+    ("auth**", ["5f1c0d2e-0000-4000-8000-000000000001", "77aa0d2e-0000-4000-8000-000000000002"]),
     ("' OR 1=1 --", []),
     ("--max", []),
 ]

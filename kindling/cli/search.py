@@ -40,18 +40,27 @@ RULE = "=" * 50
     metavar="N",
     help="Keep the whole result within about N tokens (drops the lowest candidates).",
 )
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Show each score's parts: matched terms, relevance, episode boost, recency.",
+)
 @json_option
 @click.pass_context
-def search_cmd(ctx, query, kinds, since, max_results, max_tokens, json_, **scope_kwargs) -> None:
+def search_cmd(
+    ctx, query, kinds, since, max_results, max_tokens, explain, json_, **scope_kwargs
+) -> None:
     """Search memory: pins, the current summary, then ranked full-text matches.
 
-    Plain words match any of them (more and rarer shared words rank higher); quoted phrases,
-    AND/OR/NOT and prefix* work as in SQLite FTS5.
+    Any text works: words, names in any case style (busyTimeout finds busy_timeout), or a
+    pasted error. Rarer shared terms count more; the fix that followed a matching error in
+    its session ranks with it. Quoted phrases, OR/NOT between words and prefix* are honoured.
 
     \b
     Example:
       kindling search "authentication error"
       kindling search auth --session s-1 --repo ./my-project --max 5 --json
+      kindling search "TypeError: Cannot read properties of undefined" --explain
     """
     memory = open_memory(ctx)
     text = " ".join(query)
@@ -62,6 +71,7 @@ def search_cmd(ctx, query, kinds, since, max_results, max_tokens, json_, **scope
         since=since,
         max_results=max_results,
         max_tokens=max_tokens,
+        explain=explain,
     )
     problems_notice(memory.problems())
     if json_:
@@ -104,9 +114,29 @@ def render(result: dict) -> str:
             lines.append(f"   Type: {etype}")
             lines.append(f"   Content: {_content(entity['content'])}")
             lines.append(f"   Time: {format_time(entity['ts'])}")
+            if "explain" in item:
+                lines += explain_lines(item["score"], item["explain"])
     if not pins and summary is None and not candidates:
         lines += ["", "No results."]
     return "\n".join(lines) + "\n"
+
+
+def explain_lines(score: float, parts: dict) -> list[str]:
+    """The parts of one candidate's score, as indented lines."""
+    matched = ", ".join(
+        f"{term} ({how['in']}, idf {how['idf']:.2f})" for term, how in parts["matched"].items()
+    )
+    bm25 = "no match" if parts["bm25"] is None else f"bm25 {parts['bm25']:.2f}"
+    lines = [
+        f"   Matched: {matched or 'none'}",
+        f"   Score {score:.4f} = relevance {parts['relevance']:.4f}"
+        f" + episode {parts['episode']:.4f} + recency {parts['recency']:.4f}",
+        f"   Relevance: coverage {parts['coverage']:.2f}, {bm25},"
+        f" kind weight {parts['kindWeight']:.2f}",
+    ]
+    if parts["episodeFrom"]:
+        lines.append(f"   Episode: follows from {parts['episodeFrom']}")
+    return lines
 
 
 @click.command("reindex")

@@ -1,16 +1,17 @@
 """The derived SQLite FTS5 index of a store: a cache of the entity files, never the truth.
 
 Modules, in the order they depend on each other:
+- tokens: how names in text and queries split into words (busyTimeout = busy_timeout);
 - schema: tables, SCHEMA_VERSION, row shapes and the searchable text of an entity;
 - scan: stat keys and reading entity files from disk (no SQLite);
 - handoff: folder mtimes and the contract under which readers trust a running watcher;
-- read: lookups, the ranked FTS5 match, snippets, counts and problem files;
+- read: lookups, the FTS5 match pool, episode conclusions, counts and problem files;
 - sync: the incremental sync that brings the tables in step with the files;
 - rebuild: building the index from nothing, and verifying it;
 - db: `Index`, which opens the database and ties the rest together.
 """
 
 from kindling.index.db import Index
-from kindling.index.schema import FileRead, Problem, RankKey, SyncReport
+from kindling.index.schema import FileRead, Hit, Problem, SyncReport
 
-__all__ = ["FileRead", "Index", "Problem", "RankKey", "SyncReport"]
+__all__ = ["FileRead", "Hit", "Index", "Problem", "SyncReport"]

@@ -13,7 +13,7 @@ import orjson
 
 from kindling.index import schema
 from kindling.index.scan import ObjectPaths
-from kindling.index.schema import Problem, RankKey
+from kindling.index.schema import Hit, Problem
 from kindling.model import ENTITY_TYPES
 from kindling.store import Found
 
@@ -105,62 +105,98 @@ class IndexReader:
         self,
         fts_query: str,
         *,
-        rank: RankKey,
         scope: dict | None = None,
         kinds: list[str] | None = None,
         since: int | None = None,
         exclude: Iterable[tuple[str, str]] = (),
-        limit: int | None = None,
-    ) -> list[tuple]:
-        """Searchable entities matching an FTS5 expression, best first by `rank`.
+        limit: int = 100,
+    ) -> tuple[int, list[Hit]]:
+        """(number of searchable entities matching an FTS5 expression, the best `limit` by bm25).
 
-        x = clamp(norm_weight * norm + recency_weight * recency, 0, 1) is sorted by its key
-        k = int(x * 1e10 + 0.5) (the score is k / 1e10), then time (newest first), id and
-        type. Rows are (rowid, type, id, time, bm25, best bm25, worst bm25, matches, k): the
-        bm25 bounds and the count are over every match, not only the rows returned.
+        Ties in bm25 go to the newer entity, then the smaller id, so the pool is deterministic.
         """
+        where, params = self._searchable(scope=scope, kinds=kinds, since=since, exclude=exclude)
+        sql = f"""
+            WITH m AS MATERIALIZED (
+                SELECT e.rowid AS rid, e.type AS type, e.id AS id, e.time AS ts, e.kind AS kind,
+                       e.session AS session, bm25(fts) AS b
+                FROM fts CROSS JOIN entities e ON e.rowid = fts.rowid
+                WHERE fts MATCH ? AND ({where})
+            )
+            SELECT rid, type, id, ts, kind, session, b, (SELECT count(*) FROM m) FROM m
+            ORDER BY b, ts DESC, id, type
+            LIMIT ?
+        """
+        rows = self.conn.execute(sql, [fts_query, *params, limit]).fetchall()
+        total = rows[0][7] if rows else 0
+        return total, [Hit(*r[:7]) for r in rows]
+
+    def document_frequencies(self, tokens: Iterable[str]) -> tuple[int, dict[str, int]]:
+        """(indexed texts in all, how many of them hold each token, as the index stores it)."""
+        total = self.conn.execute("SELECT count(*) FROM fts_docsize").fetchone()[0]
+        found: dict[str, int] = {}
+        for token in sorted(set(tokens)):
+            # One lookup per token: fts5vocab seeks on `term = ?` but scans every term for IN.
+            row = self.conn.execute("SELECT doc FROM fts_terms WHERE term = ?", (token,)).fetchone()
+            found[token] = row[0] if row else 0
+        return total, found
+
+    def episode(
+        self,
+        hit: Hit,
+        *,
+        reach: int,
+        backward: bool,
+        scope: dict | None = None,
+        kinds: list[str] | None = None,
+        since: int | None = None,
+        exclude: Iterable[tuple[str, str]] = (),
+    ) -> list[Hit]:
+        """The conclusions of `hit`'s session it reaches: the next `reach` findings/diffs and
+        the next summary, and with `backward` the `reach` findings/diffs before it."""
+        if hit.session is None:
+            return []
+        where, params = self._searchable(scope=scope, kinds=kinds, since=since, exclude=exclude)
+        found = "e.type = 'observations' AND e.kind IN ('file_diff', 'message') AND e.redacted = 0"
+        asks = [
+            (found, ">", "e.time, e.id", reach),
+            ("e.type = 'summaries'", ">", "e.time, e.id", 1),
+        ]
+        if backward:
+            asks.append((found, "<", "e.time DESC, e.id DESC", reach))
+        out = []
+        for what, direction, order, limit in asks:
+            sql = (
+                "SELECT e.rowid, e.type, e.id, e.time, e.kind, e.session, 0.0 FROM entities e "
+                f"WHERE e.session = ? AND (e.time, e.id) {direction} (?, ?) AND {what} "
+                f"AND ({where}) ORDER BY {order} LIMIT ?"
+            )
+            args = [hit.session, hit.ts, hit.id, *params, limit]
+            out.extend(Hit(*r) for r in self.conn.execute(sql, args))
+        return [h for h in out if h.rowid != hit.rowid]
+
+    def _searchable(
+        self,
+        *,
+        scope: dict | None,
+        kinds: list[str] | None,
+        since: int | None,
+        exclude: Iterable[tuple[str, str]],
+    ) -> tuple[str, list]:
+        """SQL conditions on `e` selecting searchable entities in scope, minus `exclude`."""
         types = ["observations"] if kinds else ["observations", "summaries"]
         where, params = [], []
         for etype in types:
             w, p = filters(etype, scope=scope, kinds=kinds, since=since)
             where.append(f"({w})")
             params.extend(p)
-        exclude = list(exclude)
-        skip = ""
+        sql = " OR ".join(where)
+        exclude = sorted(exclude)
         if exclude:
-            skip = f"AND (e.type, e.id) NOT IN (VALUES {', '.join(['(?, ?)'] * len(exclude))})"
+            pairs = ", ".join(["(?, ?)"] * len(exclude))
+            sql = f"({sql}) AND (e.type, e.id) NOT IN (VALUES {pairs})"
             params.extend(v for pair in exclude for v in pair)
-        # Every match is kept (m) because bm25 is normalised between the worst and the best
-        # of all of them (s) before anything can be ranked.
-        sql = f"""
-            WITH m AS MATERIALIZED (
-                SELECT e.rowid AS rid, e.type AS type, e.id AS id, e.time AS ts, bm25(fts) AS b
-                FROM fts CROSS JOIN entities e ON e.rowid = fts.rowid
-                WHERE fts MATCH ? AND ({" OR ".join(where)}) {skip}
-            ),
-            s AS MATERIALIZED (SELECT min(b) AS lo, max(b) AS hi, count(*) AS n FROM m)
-            SELECT rid, type, id, ts, b, lo, hi, n, CAST(min(1.0, max(0.0,
-                    ? * (CASE WHEN hi = lo THEN 0.5 ELSE (hi - b) / (hi - lo) END)
-                    + ? * max(0.0, 1.0 - (? - ts) / ?))) * 10000000000.0 + 0.5 AS INTEGER) AS k
-            FROM m, s
-            ORDER BY k DESC, ts DESC, id, type
-            LIMIT ?
-        """
-        args = [fts_query, *params, rank.norm_weight, rank.recency_weight, rank.now]
-        args += [float(rank.window_ms), -1 if limit is None else limit]
-        return self.conn.execute(sql, args).fetchall()
-
-    def snippets(self, fts_query: str, rowids: list[int], *, tokens: int = 16) -> dict[int, str]:
-        """A short FTS5 snippet around the first match in each row, matched terms in **bold**."""
-        if not rowids:
-            return {}
-        marks = ", ".join("?" * len(rowids))
-        rows = self.conn.execute(
-            f"SELECT rowid, snippet(fts, 0, '**', '**', '…', {int(tokens)}) FROM fts "
-            f"WHERE fts MATCH ? AND rowid IN ({marks})",
-            [fts_query, *rowids],
-        )
-        return dict(rows)
+        return sql, params
 
     def rows(self, rowids: list[int]) -> dict[int, dict]:
         """Entities by index rowid (as `match` returns them)."""

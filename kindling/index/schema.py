@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from kindling import canonical
+from kindling.index.tokens import searchable
 from kindling.model import ENTITY_TYPES, SCOPE_NAMES
 from kindling.store import (
     Problem,  # noqa: F401 - part of the index API
@@ -38,13 +39,16 @@ class SyncReport:
         }
 
 
-class RankKey(NamedTuple):
-    """How `Index.match` orders hits: weight * normalised bm25 + weight * recency at `now`."""
+class Hit(NamedTuple):
+    """A searchable entity as `Index.match` finds it (bm25: lower is better, 0.0 for no match)."""
 
-    norm_weight: float
-    recency_weight: float
-    window_ms: int
-    now: int
+    rowid: int
+    type: str
+    id: str
+    ts: int
+    kind: str | None
+    session: str | None
+    bm25: float
 
 
 class FileRead(NamedTuple):
@@ -61,7 +65,7 @@ class FileRead(NamedTuple):
 
 
 # Bump on any change to the tables below; an index with another PRAGMA user_version is rebuilt.
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # A file (or folder) whose mtime or ctime is this close to the moment its stat data was taken
 # may change again within the same timestamp tick without its stat data changing, so it is
@@ -120,7 +124,10 @@ CREATE TABLE meta (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL
 ) WITHOUT ROWID;
-CREATE VIRTUAL TABLE fts USING fts5(body, tokenize = 'porter unicode61');
+-- No stemming: `ordering` is not `order`, `locale` is not `local`; names are matched in all
+-- their spellings instead (kindling.index.tokens). fts_terms: document frequency per token.
+CREATE VIRTUAL TABLE fts USING fts5(body, tokenize = 'unicode61');
+CREATE VIRTUAL TABLE fts_terms USING fts5vocab(fts, row);
 """
 
 # Created after a bulk load, which is faster than keeping them current row by row.
@@ -129,6 +136,8 @@ CREATE UNIQUE INDEX files_by_path ON files(path);
 CREATE INDEX entities_redacted ON entities(type) WHERE redacted = 1;
 CREATE INDEX entities_by_id ON entities(id, type);
 CREATE INDEX entities_by_time ON entities(type, time DESC, id);
+CREATE INDEX entities_by_session ON entities(session, type, time, id, kind, redacted, shadowed)
+    WHERE session IS NOT NULL;
 CREATE INDEX files_with_problems ON files(path) WHERE problem IS NOT NULL;
 """
 
@@ -182,10 +191,9 @@ def entity_row(rowid: int, entity_type: str, entity: dict) -> tuple[Any, ...]:
 
 def searchable_text(entity_type: str, entity: dict) -> str | None:
     """The text full-text search sees: observation and summary content; redacted text never."""
-    if entity_type == "summaries":
-        return entity["content"]
-    if entity_type == "observations" and not entity["redacted"]:
-        return entity["content"]
+    if entity_type == "summaries" or (entity_type == "observations" and not entity["redacted"]):
+        # The content, then every other spelling of the names in it (busyTimeout: busy timeout).
+        return searchable(entity["content"])
     return None
 
 

@@ -1,22 +1,32 @@
 """Turning what a person (or an agent) types into an FTS5 query that cannot fail.
 
-Plain text becomes an OR of its words with common stop words dropped, so documents sharing
-more and rarer words rank first. Text using FTS5 syntax (quoted phrases, AND/OR/NOT,
-parentheses, `prefix*`) is honoured as written, re-emitted in a normalised form in which every
-word is quoted. Text that looks like syntax but is not valid (`foo(bar`, a lone `"`) falls back
-to plain words; it is never an error.
+Any text is a query. Plain text, pasted errors, stack traces, code, JSON and URLs alike, is
+searched as its words: an OR of the distinct terms with common stop words dropped, so entities
+sharing more and rarer terms rank first. A name in any case style also matches its other
+spellings (`busyTimeout` is `("busytimeout" OR "busy timeout")`, see kindling.index.tokens).
+
+Syntax is honoured only where a person clearly meant it: `OR`/`AND`/`NOT` between words,
+`prefix*`, or "quoted phrases" in otherwise plain typing. That text is re-emitted in a
+normalised form in which every word is quoted; when it is not valid (`foo(bar`, a lone `"`,
+parentheses nested too deep) the words are searched instead. It is never an error.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import NamedTuple
 
-# Runs of letters and digits: how the `unicode61` tokenizer splits text into tokens.
-_WORD = re.compile(r"[^\W_]+")
+from kindling.index.tokens import WORD, Term, camel_parts, query_terms
+
 _OPERATORS = ("AND", "OR", "NOT")
-# More distinct words than this add time, not better results.
-MAX_TERMS = 64
+# More distinct terms than this add time, not better results; the rarest are kept.
+MAX_TERMS = 32
+# Parentheses nested deeper than this are not something a person typed: read as words.
+MAX_DEPTH = 16
+# Characters of typed query syntax; text with any other punctuation (`:`, `=`, `[`, `{`, `'`)
+# is pasted, so its quotes and parentheses are part of the text, not operators.
+_TYPED = re.compile(r'[\w\s"()*\-.]*')
 
 STOP_WORDS = frozenset(
     """
@@ -31,6 +41,9 @@ STOP_WORDS = frozenset(
     without would yet you your yours yourself yourselves
     """.split()
 )
+
+# Picks the terms to keep when there are more than MAX_TERMS (the caller knows how rare each is).
+Keep = Callable[[list[Term], int], list[Term]]
 
 
 class Compiled(NamedTuple):
@@ -51,30 +64,45 @@ def clean(text: str) -> str:
 
 def words(text: str) -> list[str]:
     """The search words of a text, in order, as the tokenizer would split them."""
-    return _WORD.findall(text)
+    return WORD.findall(text)
 
 
-def _quote(tokens: list[str]) -> str:
+def _quote(tokens: list[str] | tuple[str, ...]) -> str:
     return '"' + " ".join(tokens) + '"'
 
 
-def plain(text: str) -> str | None:
-    """An OR of the distinct words of `text`, stop words dropped (kept if nothing else is)."""
-    found = words(text)
-    distinct = list(dict.fromkeys(w.lower() for w in found))
-    kept = [w for w in distinct if w not in STOP_WORDS] or distinct
+def term_expression(term: Term) -> str:
+    """One term as FTS5: its only form, or all its forms OR-ed in parentheses."""
+    if len(term.forms) == 1:
+        return _quote(term.forms[0])
+    return "(" + " OR ".join(_quote(form) for form in term.forms) + ")"
+
+
+def plain_terms(text: str, keep: Keep | None = None) -> list[Term]:
+    """The distinct terms of `text`, stop words dropped (kept if nothing else is), capped."""
+    found = query_terms(text)
+    kept = [t for t in found if t.text not in STOP_WORDS] or found
+    if len(kept) > MAX_TERMS:
+        kept = keep(kept, MAX_TERMS) if keep else kept[:MAX_TERMS]
+    return kept
+
+
+def plain(text: str, keep: Keep | None = None) -> str | None:
+    """An OR of the distinct terms of `text` (see plain_terms), or None when it has none."""
+    kept = plain_terms(text, keep)
     if not kept:
         return None
-    return " OR ".join(_quote([w]) for w in kept[:MAX_TERMS])
+    return " OR ".join(term_expression(t) for t in kept)
 
 
 def looks_explicit(text: str) -> bool:
-    """True when the text uses any FTS5 syntax: quotes, parentheses, operators or `word*`."""
-    if '"' in text or "(" in text or ")" in text:
-        return True
-    if re.search(r"[^\W_]\*", text):
-        return True
-    return any(tok in _OPERATORS for tok in text.split())
+    """True when the text uses FTS5 syntax a person would type: operators, `word*`, quotes."""
+    if not _TYPED.fullmatch(text):
+        return False  # pasted: quotes, stars, NOT next to colons, brackets, equals...
+    tokens = text.split()
+    if any(tok in _OPERATORS for tok in tokens[1:-1]):
+        return True  # an operator between words, not a lone or trailing one
+    return '"' in text or re.search(r"[^\W_]\*", text) is not None
 
 
 # ---------------------------------------------------------------- explicit syntax
@@ -109,8 +137,18 @@ def _lex(text: str) -> list[tuple[str, str]]:
         else:
             prefix = tok.endswith("*")
             tokens = words(tok)
-            if tokens:  # bare punctuation is no term at all
-                out.append(("term", _quote(tokens) + ("*" if prefix else "")))
+            if not tokens:
+                continue  # bare punctuation is no term at all
+            if prefix:
+                out.append(("term", _quote(tokens) + "*"))
+                continue
+            parts = [p for t in tokens for p in camel_parts(t)]
+            if len(parts) > 1 and "." not in tok:  # a name: every spelling of it
+                joined = "".join(parts).lower()
+                forms = [_quote([joined]), _quote([p.lower() for p in parts])]
+                out.append(("term", "(" + " OR ".join(forms) + ")"))
+            else:
+                out.append(("term", _quote(tokens)))
     return out
 
 
@@ -120,6 +158,7 @@ class _Parser:
     def __init__(self, tokens: list[tuple[str, str]]) -> None:
         self.tokens = tokens
         self.pos = 0
+        self.depth = 0
 
     def peek(self) -> tuple[str, str] | None:
         return self.tokens[self.pos] if self.pos < len(self.tokens) else None
@@ -167,7 +206,11 @@ class _Parser:
         if kind == "term":
             return text
         if kind == "(":
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise _Invalid("nested too deep")
             inner = self.or_expr()
+            self.depth -= 1
             if self.take()[0] != ")":
                 raise _Invalid("unclosed parenthesis")
             return f"({inner})"
@@ -185,11 +228,11 @@ def explicit(text: str) -> str | None:
         return None
 
 
-def compile_query(text: str) -> Compiled:
+def compile_query(text: str, keep: Keep | None = None) -> Compiled:
     """What to hand FTS5 for a user's query text."""
     text = clean(text)
     written = explicit(text) if looks_explicit(text) else None
-    fallback = plain(text)
+    fallback = plain(text, keep)
     if written == fallback:
         written = None
     return Compiled(written, fallback)

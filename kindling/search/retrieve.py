@@ -1,13 +1,9 @@
 """Retrieval: pins, the current summary and ranked full-text candidates, within a token budget.
 
 The result is the RetrieveResult of retrieval.txt, with entities exactly as stored. Everything
-is deterministic for a given store, query and `now` (KINDLING_NOW), so results reproduce:
-
-    score = round(clamp(0.7 * norm + 0.3 * recency, 0, 1), 10)   (half up)
-
-where `norm` maps bm25 over all matching candidates linearly from the worst (0) to the best
-(1), 0.5 when all are equal, and `recency = max(0, 1 - (now - ts) / 30 days)`. Candidates are
-sorted by score, then ts (newest first), then id, and cut to `max_results`.
+is deterministic for a given store, query and `now` (KINDLING_NOW), so results reproduce. How
+candidates are scored is in kindling.search.rank; with `explain`, each candidate carries the
+parts of its score, which add up to it.
 """
 
 from __future__ import annotations
@@ -17,7 +13,7 @@ import sqlite3
 from kindling import canonical
 from kindling.clock import now_ms
 from kindling.errors import ValidationError
-from kindling.index import Index, RankKey
+from kindling.index import Index
 from kindling.model import (
     MAX_COUNT,
     MAX_TIMESTAMP_MS,
@@ -26,27 +22,22 @@ from kindling.model import (
     is_timestamp,
     scope_errors,
 )
-from kindling.search.fts_query import Compiled, clean, compile_query
+from kindling.search import coverage, rank
+from kindling.search.context import TermSet, match_context
+from kindling.search.fts_query import (
+    Compiled,
+    clean,
+    compile_query,
+    plain_terms,
+)
 
 PROVIDER = "local-fts"
-NORM_WEIGHT = 0.7
-RECENCY_WEIGHT = 0.3
-RECENCY_WINDOW_MS = 30 * 24 * 60 * 60 * 1000
-SNIPPET_TOKENS = 16
+# Matches (best by bm25) that are scored: enough that coverage, episodes and the kind weight
+# can reorder them, few enough that scoring costs the same at any store size. A --max up to
+# POOL therefore always returns a prefix of a larger one.
+POOL = 100
 # The token estimate: characters of the compact JSON of the result per token.
 CHARS_PER_TOKEN = 4
-
-
-def score(bm25: float, best: float, worst: float, ts: int, now: int) -> float:
-    """A candidate's score in [0, 1] (bm25 is lower for better matches, as FTS5 gives it).
-
-    Rounded half up at the tenth decimal in floating point, as `Math.round(x * 1e10) / 1e10`
-    does: the same arithmetic SQLite sorts by, so the order and the scores always agree.
-    """
-    norm = 0.5 if worst == best else (worst - bm25) / (worst - best)
-    recency = max(0.0, 1 - (now - ts) / RECENCY_WINDOW_MS)
-    x = min(1.0, max(0.0, NORM_WEIGHT * norm + RECENCY_WEIGHT * recency))
-    return int(x * 1e10 + 0.5) / 1e10
 
 
 def estimate_tokens(value: object) -> float:
@@ -65,8 +56,12 @@ def retrieve(
     max_tokens: int | None = None,
     include_redacted: bool = False,
     now: int | None = None,
+    explain: bool = False,
 ) -> dict:
-    """The RetrieveResult for `query` over an index that is already in step with the files."""
+    """The RetrieveResult for `query` over an index that is already in step with the files.
+
+    With `explain`, every candidate also has "explain": the parts of its score.
+    """
     check_search_options(query, scope, kinds, since, max_results, max_tokens)
     now = now_ms() if now is None else now
     scope = dict(scope or {})
@@ -80,13 +75,14 @@ def retrieve(
             exclude.add(("summaries", summary["id"]))
         total, candidates = candidate_tier(
             index,
-            compile_query(text),
+            text,
             scope=scope,
             kinds=kinds,
             since=since,
             exclude=exclude,
             now=now,
             max_results=max_results,
+            explain=explain,
         )
     result: dict = {"pins": pins}
     if summary is not None:
@@ -162,7 +158,7 @@ def current_summary(index: Index, scope: dict) -> dict | None:
 
 def candidate_tier(
     index: Index,
-    compiled: Compiled,
+    text: str,
     *,
     scope: dict,
     kinds: list[str] | None,
@@ -170,47 +166,70 @@ def candidate_tier(
     exclude: set[tuple[str, str]],
     now: int,
     max_results: int,
+    explain: bool = False,
 ) -> tuple[int, list[dict]]:
-    """(number of matching candidates, the best `max_results` of them with scores)."""
-    rank = RankKey(NORM_WEIGHT, RECENCY_WEIGHT, RECENCY_WINDOW_MS, now)
-    for expression in (compiled.explicit, compiled.plain):
+    """(number of candidates found, the best `max_results` of them with scores)."""
+    keep = coverage.rarest(index)
+    compiled: Compiled = compile_query(text, keep)
+    options = dict(scope=scope, kinds=kinds, since=since, exclude=exclude)
+    total, hits = 0, []
+    for expression in compiled:
         if expression is None:
             continue
-
-        def fetch(limit: int | None, expression: str = expression) -> list[tuple]:
-            return index.match(
-                expression,
-                rank=rank,
-                scope=scope,
-                kinds=kinds,
-                since=since,
-                exclude=sorted(exclude),
-                limit=limit,
-            )
-
         try:
-            rows = fetch(max(max_results, 1))  # one row at least: it carries the count
+            total, hits = index.match(expression, limit=max(POOL, max_results), **options)
         except sqlite3.OperationalError:
             continue  # not valid FTS5 after all: try the plain words instead
-        if not rows:
-            return 0, []
-        scored = [(score(r[4], r[5], r[6], r[3], now), r) for r in rows]
-        if any(int(value * 1e10 + 0.5) != row[8] for value, row in scored):
-            # SQLite's arithmetic and ours disagree (never seen): rank every match here.
-            scored = [(score(r[4], r[5], r[6], r[3], now), r) for r in fetch(None)]
-            scored.sort(key=lambda sr: (-sr[0], -sr[1][3], sr[1][2], sr[1][1]))
-        best = scored[:max_results]
-        rowids = [r[0] for _, r in best]
-        entities = index.rows(rowids)
-        contexts = index.snippets(expression, rowids, tokens=SNIPPET_TOKENS)
-        candidates = []
-        for value, row in best:
-            item = {"entity": entities[row[0]], "score": value}
-            if contexts.get(row[0]):
-                item["matchContext"] = contexts[row[0]]
-            candidates.append(item)
-        return rows[0][7], candidates
-    return 0, []
+        if hits:
+            break  # syntax that finds nothing falls back to the words too
+    if not hits:
+        return 0, []
+    reached = {
+        hit.rowid: index.episode(
+            hit, reach=rank.EPISODE_REACH, backward=rank.is_conclusion(hit), **options
+        )
+        for hit in hits[: rank.EPISODE_SOURCES]
+    }
+    extra = [h for found in reached.values() for h in found]
+    entities = index.rows([h.rowid for h in (*hits, *extra)])
+    contents = {rowid: entity["content"] for rowid, entity in entities.items()}
+    terms = plain_terms(text, keep)
+    weights = coverage.weights(index, terms)
+    # Only matches have a coverage; a conclusion reached through its episode did not match.
+    matched = {h.rowid: coverage.matches(contents[h.rowid], weights) for h in hits}
+    covered = {rowid: coverage.coverage(found, weights) for rowid, found in matched.items()}
+    scored = rank.score_hits(hits, reached, covered, now)
+    total += sum(1 for item in scored if not item.matched)
+    best = rank.dedupe(scored, contents, max_results)
+    lookup = TermSet(terms)
+    candidates = []
+    for item in best:
+        rowid = item.hit.rowid
+        candidate: dict = {"entity": entities[rowid], "score": item.score}
+        context = match_context(contents[rowid], lookup)
+        if context:
+            candidate["matchContext"] = context
+        if explain:
+            found = matched.get(rowid, {})
+            candidate["explain"] = explanation(item, found, weights, covered.get(rowid, 0.0))
+        candidates.append(candidate)
+    return total, candidates
+
+
+def explanation(
+    item: rank.Scored, matched: dict[str, str], weights: coverage.Weights, covered: float
+) -> dict:
+    """The parts of a candidate's score (they add up to it) and what they came from."""
+    return {
+        "relevance": item.relevance,
+        "episode": item.episode,
+        "recency": item.recency,
+        "bm25": item.hit.bm25 if item.matched else None,
+        "coverage": covered,
+        "kindWeight": item.kind_weight,
+        "episodeFrom": item.episode_from,
+        "matched": {t: {"in": where, "idf": weights.idf[t]} for t, where in matched.items()},
+    }
 
 
 def fit_budget(result: dict, max_tokens: int) -> None:
