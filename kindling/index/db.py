@@ -83,6 +83,10 @@ class Index(IndexReader):
 
     def _open(self, *, build: bool = True) -> None:
         """Connect; a corrupt or foreign file is replaced, no usable place falls back to memory."""
+        if str(self.path) == ":memory:":  # asked for: nothing on disk to prove or guard
+            if self._connect(":memory:") != schema.SCHEMA_VERSION and build:
+                self._build(only_if_stale=True)
+            return
         try:
             if trust.refuse_links(self.path):
                 # Never opened, never followed: the index lives in the per-user cache instead.
