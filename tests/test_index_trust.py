@@ -243,3 +243,9 @@ def test_a_wal_left_by_a_crash_is_dropped_and_reads_stay_exact(store_dir):
     with Memory(store_dir) as mem:
         assert len(mem.search("written crash")["candidates"]) == 2
         assert mem.search("just before")["candidates"]
+
+
+def test_an_index_asked_for_in_memory_leaves_nothing_on_disk(store_dir, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Index(Store(store_dir), path=":memory:").close()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(":memory:")]
