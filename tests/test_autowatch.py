@@ -281,3 +281,33 @@ def test_stopping_a_watcher_we_may_not_signal_is_a_clear_error(store_dir, monkey
             daemon.stop(lock)
     finally:
         os.close(fd)
+
+
+# ---------------------------------------------------------------- paths that do not grow
+
+
+def test_finding_a_sessions_open_capsule_never_walks_the_observations(store_dir, monkeypatch):
+    from kindling.index.sync import Syncer
+
+    with Memory(store_dir) as mem:
+        capsule = mem.open_capsule("work", scope={"sessionId": "s1"}).entity
+        mem.log("before", scope={"sessionId": "s1"})
+        monkeypatch.setattr(Syncer, "sync_all", lambda self: pytest.fail("walked every file"))
+        monkeypatch.setattr(Syncer, "sync", lambda self, **kw: pytest.fail("walked every file"))
+        assert mem.open_session_capsule("s1")["id"] == capsule["id"]
+        written = mem.log("after", scope={"sessionId": "s1"})
+    assert (
+        written.entity["id"] in Store(store_dir).load("capsules", capsule["id"])["observationIds"]
+    )
+
+
+def test_a_session_listing_is_found_by_session_not_by_walking_the_type(store_dir):
+    with Memory(store_dir) as mem:
+        mem.log("one", scope={"sessionId": "s1"})
+        seen = []
+        mem.index.conn.set_trace_callback(seen.append)
+        mem.list("observations", scope={"sessionId": "s1"}, kinds=["message"], limit=200)
+        mem.index.conn.set_trace_callback(None)
+        query = next(q for q in seen if q.startswith("SELECT json FROM entities e WHERE"))
+        plan = mem.index.conn.execute("EXPLAIN QUERY PLAN " + query).fetchall()
+    assert any("entities_by_session" in row[-1] for row in plan), plan

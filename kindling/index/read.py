@@ -71,7 +71,10 @@ class IndexReader:
     ) -> list[dict]:
         """Entities of one type in scope, newest first (then id ascending)."""
         where, params = filters(entity_type, scope=scope, kinds=kinds, since=since)
-        sql = f"SELECT json FROM entities e WHERE {where} ORDER BY e.time DESC, e.id"
+        # A session holds few rows: find them by session, then sort (`+` keeps the planner,
+        # which has no statistics, from walking every row of the type in time order instead).
+        order = "+e.time DESC, e.id" if scope and scope.get("sessionId") else "e.time DESC, e.id"
+        sql = f"SELECT json FROM entities e WHERE {where} ORDER BY {order}"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
