@@ -28,15 +28,6 @@ from kindling.store import Store  # noqa: E402
 
 SESSION = "bench-session"
 PROMPT = "why does the zephyrine cache miss after a quokkaform deploy"
-RECALL_DRIVER = """
-import json, sys
-from kindling.agents import hooks
-from kindling.memory import Memory
-payload = json.loads(sys.stdin.buffer.read())
-with Memory(cwd=payload["cwd"]) as memory, memory.batch():
-    hooks.handle(memory, "UserPromptSubmit", payload)
-    memory.search(payload["prompt"], scope={"repoId": "app"}, max_results=5)
-"""
 SPREAD: list[tuple[int, str, float, float, float]] = []  # size, row, min, median, max (s)
 
 
@@ -152,13 +143,7 @@ def measure(n: int, rows, table, runs: int, out: Path, env: dict, fresh: bool) -
     paths = [
         ("hook SessionStart", hook("SessionStart")),
         ("hook PostToolUse", hook("PostToolUse")),
-        ("hook UserPromptSubmit", hook("UserPromptSubmit")),
-        (
-            "UserPromptSubmit + recall (Memory.search, one batch)",
-            lambda: run(
-                [sys.executable, "-c", RECALL_DRIVER], env, repo, hooks["UserPromptSubmit"]
-            ),
-        ),
+        ("hook UserPromptSubmit (records, recalls)", hook("UserPromptSubmit")),
         (
             "log --session",
             lambda: run([*kindling, "log", "--session", SESSION, "noted"], env, repo),
