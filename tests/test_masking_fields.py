@@ -51,3 +51,19 @@ def test_import_masks_scope_ids_too(memory, store_dir):
     report = import_bundle(memory, orjson.dumps(bundle))
     assert report.masked >= 1
     assert TOKEN not in files_text(store_dir)
+
+
+def test_a_plain_write_never_compiles_the_patterns(store_dir):
+    # The gate exists so that text with no fragment of a secret costs no regex compilation.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from kindling.memory import Memory\n"
+        f"Memory({str(store_dir)!r}).log('ran the parser tests, all passed', scope={{'sessionId': 's'}})\n"
+        "print('kindling.masking.patterns' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"

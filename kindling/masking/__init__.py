@@ -12,7 +12,7 @@ compiled only when the gate says a secret may be present.
 
 from __future__ import annotations
 
-from kindling.masking.patterns import MASK
+from kindling.masking.marker import MASK
 from kindling.secret_gate import json_might_hold_secret, might_hold_secret
 
 __all__ = ["MASK", "mask_json", "mask_scope_ids", "mask_text", "mask_then_cut"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-MASK = "[REDACTED]"  # what a secret is replaced with
+from kindling.masking.marker import MASK  # noqa: F401 - re-exported for the pattern users
 
 # A name holds a credential when it ends in one of these words: GITHUB_TOKEN, db_password,
 # apiKey, aws_secret_access_key, AccountKey. The short or common words must start a word so

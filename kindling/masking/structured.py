@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 
 from kindling.masking import patterns as p
-from kindling.masking.patterns import MASK
+from kindling.masking.marker import MASK
 from kindling.masking.text import mask_text
 from kindling.secret_gate import CONFUSABLES
 

@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterator
 
 from kindling.masking import patterns as p
-from kindling.masking.patterns import MASK
+from kindling.masking.marker import MASK
 from kindling.secret_gate import CONFUSABLES
 
 Span = tuple[int, int]

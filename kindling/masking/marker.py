@@ -1,0 +1,3 @@
+"""What a masked secret becomes; its own module so that naming it compiles no pattern."""
+
+MASK = "[REDACTED]"
