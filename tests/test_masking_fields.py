@@ -58,10 +58,11 @@ def test_a_plain_write_never_compiles_the_patterns(store_dir):
     import subprocess
     import sys
 
+    write = "log('ran the parser tests: all green', scope={'sessionId': 's'})"
     code = (
         "import sys\n"
         "from kindling.memory import Memory\n"
-        f"Memory({str(store_dir)!r}).log('ran the parser tests, all passed', scope={{'sessionId': 's'}})\n"
+        f"Memory({str(store_dir)!r}).{write}\n"
         "print('kindling.masking.patterns' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
