@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -127,6 +126,8 @@ def sync_all() -> None:
 
 def stop_signals() -> tuple[int, ...]:
     """The signals that ask a long-running command to stop on this platform."""
+    import signal  # only the long-running commands handle signals
+
     extra = (signal.SIGBREAK,) if BACKEND == "windows" and hasattr(signal, "SIGBREAK") else ()
     return (signal.SIGINT, signal.SIGTERM, *extra)
 
@@ -134,6 +135,8 @@ def stop_signals() -> tuple[int, ...]:
 @contextlib.contextmanager
 def on_stop_signals(handler: Callable[[int, object], None]) -> Iterator[None]:
     """Route the stop signals to `handler` for the block, then restore what was there."""
+    import signal
+
     previous = {sig: signal.signal(sig, handler) for sig in stop_signals()}
     try:
         yield

@@ -9,7 +9,6 @@ so a later success on the same subject shows that an earlier error was fixed.
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -74,6 +73,8 @@ def _patch_text(patches: list) -> str:
 
 
 def _edits_diff(edits: Any) -> str:
+    from difflib import unified_diff  # only edits need it; every other hook skips the import
+
     body = []
     for edit in edits if isinstance(edits, list) else []:
         if isinstance(edit, dict):
@@ -81,7 +82,7 @@ def _edits_diff(edits: Any) -> str:
             new = text_of(edit.get("new_string")).splitlines(keepends=True)
             body.extend(
                 line if line.endswith("\n") else line + "\n"
-                for line in list(difflib.unified_diff(old, new, n=3))[2:]
+                for line in list(unified_diff(old, new, n=3))[2:]
             )
     return "".join(body)
 
