@@ -49,13 +49,18 @@ def check_output_path(path: str | os.PathLike) -> None:
 
 @contextlib.contextmanager
 def atomic_output(
-    path: str | os.PathLike, *, durable: bool = True, make_parents: bool = True
+    path: str | os.PathLike,
+    *,
+    durable: bool = True,
+    make_parents: bool = True,
+    renamed: list[os.stat_result] | None = None,
 ) -> Iterator[BinaryIO]:
     """A binary stream that becomes `path` whole on success and leaves no trace on failure.
 
     Written to a temp file in the same directory (`.<name>.<pid>.<hex>.tmp`, ignored by every
     walk), flushed (+ fsync), then renamed over `path`. With make_parents=False a missing
-    folder is an error rather than created.
+    folder is an error rather than created. With `renamed`, the stat of the file just renamed
+    into place is appended to it (nothing when `path` already holds another file again).
     """
     folder = os.path.dirname(path)
     tmp = os.path.join(
@@ -75,6 +80,7 @@ def atomic_output(
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
+            ino = os.fstat(fh.fileno()).st_ino if renamed is not None else 0
         if os.environ.get("KINDLING_TEST_PAUSE_BEFORE_RENAME"):  # lets a test kill us here
             _pause_before_rename(tmp, os.environ["KINDLING_TEST_PAUSE_BEFORE_RENAME"])
         os.replace(tmp, path)
@@ -82,6 +88,12 @@ def atomic_output(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    if renamed is not None:
+        # Taken after the rename (which changes the ctime); the inode says it is still ours.
+        with contextlib.suppress(OSError):
+            st = os.lstat(path)
+            if st.st_ino == ino:
+                renamed.append(st)
     if durable:
         fsync_dir(folder or ".")
 

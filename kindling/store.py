@@ -106,6 +106,7 @@ class Store:
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root)
         self.objects = self.root / "objects"
+        self._objects = os.fspath(self.objects)
 
     # ------------------------------------------------------------ opening
 
@@ -164,15 +165,22 @@ class Store:
         check_id(entity_id)
         return self.objects / entity_type / fanout(entity_id) / f"{entity_id}.json"
 
-    def check_real_folders(self, path: Path) -> None:
+    def entity_path(self, entity_type: str, entity_id: str) -> str:
+        """`path_for` as a plain string: a bulk import builds one per entity."""
+        check_id(entity_id)
+        sep = os.sep
+        return f"{self._objects}{sep}{entity_type}{sep}{fanout(entity_id)}{sep}{entity_id}.json"
+
+    def check_real_folders(self, path: str | os.PathLike) -> None:
         """Refuse an entity path whose type or fan-out folder is a symlink.
 
         Walks (the index, fsck, export) never follow one, so a write through it would land
         where nothing reads it, and a read through it would reach outside the store.
         """
-        for folder in (path.parent.parent, path.parent):
+        parent = os.path.dirname(path)
+        for folder in (os.path.dirname(parent), parent):
             try:
-                st = folder.lstat()
+                st = os.lstat(folder)
             except (FileNotFoundError, NotADirectoryError):
                 return  # created as a real folder on the first write
             if stat_module.S_ISLNK(st.st_mode):
@@ -253,14 +261,28 @@ class Store:
 
     # ------------------------------------------------------------ writing
 
-    def write(self, entity_type: str, entity: dict, *, durable: bool = True) -> tuple[Path, bytes]:
-        """Validate and atomically write an entity in canonical form; returns path and bytes."""
-        validate(entity_type, entity)
-        path = self.path_for(entity_type, entity["id"])
+    def write(
+        self,
+        entity_type: str,
+        entity: dict,
+        *,
+        durable: bool = True,
+        checked: bool = False,
+        renamed: list[os.stat_result] | None = None,
+    ) -> tuple[Path, bytes]:
+        """Validate and atomically write an entity in canonical form; returns path and bytes.
+
+        `checked` skips the validation for an entity the caller validated already (an
+        import's plan); `renamed`, when given, hears the file's stat right after its rename.
+        """
+        if not checked:
+            validate(entity_type, entity)
+        path = self.entity_path(entity_type, entity["id"])
         self.check_real_folders(path)
         data = canonical.encode(entity)
-        self.write_file(path, data, durable=durable)
-        return path, data
+        with atomic_output(path, durable=durable, renamed=renamed) as fh:
+            fh.write(data)
+        return Path(path), data
 
     def write_file(self, path: Path, data: bytes, *, durable: bool = True) -> None:
         """Temp file in the same directory, flush (+ fsync), os.replace: never a partial file."""

@@ -7,6 +7,7 @@ import gzip
 import io
 import os
 import tempfile
+import time
 from functools import partial
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from kindling.bundle.export import export_bundle
 from kindling.bundle.format import parse_bundle
 from kindling.bundle.importer import apply_plan, import_bundle, plan_import
 from kindling.errors import KindlingError
+from kindling.index import bulk
+from kindling.index import db as index_db
 from kindling.masking import mask_json, mask_text
 from kindling.memory import Memory
 from kindling.model import OBSERVATION_KINDS, REDACTED_CONTENT
@@ -176,6 +179,41 @@ def test_the_import_is_indexed_as_written_without_a_sync(other, monkeypatch):
     assert [o["id"] for o in other.index.entities("observations")] == [EXAMPLE_OBS]
     monkeypatch.undo()
     assert [o["id"] for o in other.list("observations")] == [EXAMPLE_OBS]
+
+
+def test_files_unchanged_since_their_rename_are_recorded_without_a_read_back(other, monkeypatch):
+    monkeypatch.setattr(index_db, "read_file_at", lambda *a, **k: pytest.fail("read back"))
+    import_bundle(other, EXAMPLE.read_bytes())
+    assert [o["id"] for o in other.index.entities("observations")] == [EXAMPLE_OBS]
+    # Recorded within the racy window of their write: the next sync reads them again.
+    assert {row[0] for row in other.index.conn.execute("SELECT statkey FROM files")} == {""}
+
+
+def test_a_file_replaced_after_its_rename_is_read_back_and_the_disk_wins(other):
+    renamed: list[os.stat_result] = []
+    path, data = other.store.write("observations", observation("o-1", "first"), renamed=renamed)
+    assert renamed and renamed[0].st_ino == os.lstat(path).st_ino
+    other.store.write("observations", observation("o-1", "replaced at once"))
+    other.index.record_many([("observations", str(path), data, None, renamed[0])])
+    (found,) = other.index.entities("observations")
+    assert found["content"] == "replaced at once"
+
+
+def test_a_recorded_file_past_the_racy_window_gets_a_trusted_stat_key(other, monkeypatch):
+    renamed: list[os.stat_result] = []
+    path, data = other.store.write("observations", observation("o-1"), renamed=renamed)
+    paths = other.index.paths
+    rel = paths.rel(path)
+    entity = orjson.loads(data)
+    read = bulk.written_read(paths, rel, "observations", data, entity, renamed[0])
+    assert read is not None and read.statkey == "" and read.data == data
+    later = time.time_ns() + 3_000_000_000
+    monkeypatch.setattr(bulk.time, "time_ns", lambda: later)
+    read = bulk.written_read(paths, rel, "observations", data, entity, renamed[0])
+    assert read is not None and read.statkey.endswith(f":{renamed[0].st_ino}")
+    with open(path, "ab") as fh:  # changed in place: the same inode, another size
+        fh.write(b" ")
+    assert bulk.written_read(paths, rel, "observations", data, entity, renamed[0]) is None
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -35,7 +36,8 @@ ON_CONFLICT = ("keep", "theirs", "fail")
 RECORD_BATCH = 1_000  # files written per index transaction during an import
 RACY_S = 2.5  # a little over the index's racy window (kindling.index.schema.RACY_NS)
 _WRITTEN: dict = {}  # what a final decision holds in place of the entity it wrote
-Written = tuple[str, Path, bytes, dict | None]  # type, path, bytes (and entity) written
+# type, path, bytes (and entity) written, and the file's stat right after its rename
+Written = tuple[str, str, bytes, dict | None, os.stat_result | None]
 MAX_LISTED_CONFLICTS = 20
 # The free-text field masked on the way in, as capture masks it (observations: see _masked).
 _FREE_TEXT = {"capsules": "intent", "summaries": "content", "pins": "reason"}
@@ -99,7 +101,7 @@ def _redact(observation: dict) -> dict:
 def decide(
     entity_type: str,
     theirs: dict,
-    path: Path,
+    path: str | Path,
     local: bytes | None,
     on_conflict: str,
     masked: int = 0,
@@ -140,7 +142,7 @@ def decide(
     return Decision(entity_type, theirs, "conflicts", None, local, fields, "local")
 
 
-def _read_local(path: Path) -> bytes | None:
+def _read_local(path: str | Path) -> bytes | None:
     return read_regular(path, follow_symlinks=False)
 
 
@@ -197,7 +199,7 @@ def plan_import(
                 if progress is not None:
                     progress(1)
                 continue
-            path = store.path_for(etype, entity["id"])
+            path = store.entity_path(etype, entity["id"])
             try:
                 local = _read_local(path)
             except OSError as exc:
@@ -245,21 +247,28 @@ def apply_plan(
     late_policy = "keep" if on_conflict == "fail" else on_conflict
     pending: collections.deque[tuple[float, Written]] = collections.deque()
 
-    def write(entity_type: str, entity: dict) -> None:
-        path, data = store.write(entity_type, entity, durable=False)
+    def write(entity_type: str, entity: dict, checked: bool = False) -> None:
+        # `checked`: validated once already, by the bundle's check or after masking.
+        renamed: list[os.stat_result] = []
+        path, data = store.write(
+            entity_type, entity, durable=False, checked=checked, renamed=renamed
+        )
         if record is not None:
             # The bytes only: holding every entity until it is recorded would cost far more.
-            pending.append((time.monotonic(), (entity_type, path, data, None)))
+            stat = renamed[0] if renamed else None
+            pending.append((time.monotonic(), (entity_type, os.fspath(path), data, None, stat)))
 
     def record_settled(everything: bool = False) -> None:
         # Files are recorded once older than the racy window, so their stat data is trusted
-        # and no later sync has to read them again.
-        ripe = time.monotonic() - RACY_S
-        while pending and (everything or pending[0][0] < ripe):
-            batch = []
-            while pending and len(batch) < RECORD_BATCH and (everything or pending[0][0] < ripe):
-                batch.append(pending.popleft()[1])
+        # and no later sync has to read them again; whole batches only, until the end.
+        while pending and (everything or _full_batch_ripe()):
+            batch = [pending.popleft()[1] for _ in range(min(RECORD_BATCH, len(pending)))]
             record(batch)
+
+    def _full_batch_ripe() -> bool:
+        return len(pending) >= RECORD_BATCH and pending[RECORD_BATCH - 1][0] < (
+            time.monotonic() - RACY_S
+        )
 
     done = 0
     try:
@@ -268,9 +277,9 @@ def apply_plan(
                 decisions[i] = d._replace(theirs={"id": d.entity_id})
                 done = i + 1
                 continue
-            path = store.path_for(d.entity_type, d.entity_id)
-            if d.expect is None and not path.exists():
-                write(d.entity_type, d.write)
+            path = store.entity_path(d.entity_type, d.entity_id)
+            if d.expect is None and not os.path.exists(path):
+                write(d.entity_type, d.write, checked=d.outcome == "added")
             else:
                 with store.locked(d.entity_type, d.entity_id):
                     current = _read_local(path)
@@ -281,7 +290,7 @@ def apply_plan(
             written = _WRITTEN if d.write is not None else None
             decisions[i] = d._replace(theirs={"id": d.entity_id}, write=written, expect=None)
             done = i + 1
-            if len(pending) >= RECORD_BATCH and pending[0][0] < time.monotonic() - RACY_S:
+            if record is not None and _full_batch_ripe():
                 record_settled()
             if progress is not None:
                 progress(1)
@@ -350,6 +359,10 @@ def import_bundle(
     to_write = sum(1 for d in decisions if d.write is not None)
     if dry_run or not to_write:
         return ImportReport.from_decisions(decisions, **options)
+    with contextlib.suppress(sqlite3.Error, KindlingError):
+        # Opened (built, when new) before the first write: opened at the first record, a new
+        # index would be built by reading back every file written so far.
+        _ = memory.index
     stage = progress("Writing", to_write) if progress else None
     try:
         decisions = apply_plan(

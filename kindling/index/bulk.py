@@ -6,9 +6,13 @@ knows are found with a few IN queries, and the rest go in with one executemany p
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import time
 
+from kindling import canonical
 from kindling.index import schema
+from kindling.index.scan import ObjectPaths, trusted_stat_key, walkable
 from kindling.index.schema import FileRead
 
 _IN_CHUNK = 500  # SQLite's host-parameter limit is far above this; small keeps plans cheap
@@ -69,3 +73,40 @@ def shared_ids(conn: sqlite3.Connection, keys: list[tuple[str, str]]) -> set[tup
         )
         out.update(row for row in rows if row in wanted)
     return out
+
+
+def _same_stat(a: os.stat_result, b: os.stat_result) -> bool:
+    return (a.st_ino, a.st_size, a.st_mtime_ns, a.st_ctime_ns) == (
+        b.st_ino,
+        b.st_size,
+        b.st_mtime_ns,
+        b.st_ctime_ns,
+    )
+
+
+def written_read(
+    paths: ObjectPaths,
+    rel: str,
+    entity_type: str,
+    data: bytes,
+    entity: dict,
+    renamed: os.stat_result,
+) -> FileRead | None:
+    """A file Kindling wrote, from the bytes in hand: no read-back while its stat (inode, size,
+    mtime, ctime) is the one taken right after its rename; None means read it back instead.
+
+    The stat key is judged against the time now, as a sync would: a file still inside the
+    racy window gets "" and the next sync reads it again.
+    """
+    if not walkable(rel) or rel.split("/", 1)[0] != entity_type:
+        return None
+    t0 = time.time_ns()
+    try:
+        st = os.lstat(paths.abspath(rel))
+    except OSError:
+        return None
+    if not _same_stat(st, renamed):
+        return None
+    stat = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    digest = canonical.content_hash(data)
+    return FileRead(rel, entity_type, stat, trusted_stat_key(st, t0), digest, data, entity, None)

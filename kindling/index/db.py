@@ -22,7 +22,7 @@ import orjson
 
 from kindling.errors import KindlingError
 from kindling.fileio import inode_of
-from kindling.index import handoff, schema, trust
+from kindling.index import bulk, handoff, schema, trust
 from kindling.index.read import IndexReader
 from kindling.index.scan import ObjectPaths, read_file_at
 from kindling.index.schema import Problem, SyncReport
@@ -300,10 +300,15 @@ class Index(IndexReader):
         differs; files older than the racy window get stat keys a later sync trusts.
         """
         reads = []
-        for entity_type, path, data, entity in written:
+        for entity_type, path, data, entity, *renamed in written:
             if entity is None:  # bytes Kindling validated and wrote: decoding them is enough
                 entity = orjson.loads(data)
-            read = read_file_at(self.paths, self.rel(path), entity_type, known=(data, entity))
+            rel = self.rel(path)
+            read = None
+            if renamed and renamed[0] is not None:  # unchanged since its rename: no read-back
+                read = bulk.written_read(self.paths, rel, entity_type, data, entity, renamed[0])
+            if read is None:
+                read = read_file_at(self.paths, rel, entity_type, known=(data, entity))
             if read is not None:
                 reads.append(read)
         syncer = self.syncer()
