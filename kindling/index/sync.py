@@ -325,14 +325,11 @@ class Syncer:
             counts[1 if was_entity else 0] += 1
         self._reshadow(touched)
         # Rows changed outside a full walk: those folders are compared file by file next time.
-        for rel_folder in {
-            rel.rsplit("/", 1)[0] for rel in [*removed, *(r.rel for r in all_reads)]
-        }:
-            conn.execute(
-                "INSERT INTO folder_fingerprints(path, count, fingerprint) VALUES (?, 0, NULL) "
-                "ON CONFLICT(path) DO UPDATE SET fingerprint = NULL",
-                (rel_folder,),
-            )
+        conn.executemany(
+            "INSERT INTO folder_fingerprints(path, count, fingerprint) VALUES (?, 0, NULL) "
+            "ON CONFLICT(path) DO UPDATE SET fingerprint = NULL",
+            [(f,) for f in {r.rsplit("/", 1)[0] for r in [*removed, *(x.rel for x in all_reads)]}],
+        )
         return RowCounts(*counts)
 
     def _drop_entity(self, fid: int, touched: set) -> int:
