@@ -18,6 +18,7 @@ from conftest import FIXTURES, run_kindling
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kindling.bundle import format as bundle_format
 from kindling.bundle.export import export_bundle
 from kindling.bundle.format import parse_bundle
 from kindling.bundle.importer import apply_plan, import_bundle, plan_import
@@ -539,3 +540,23 @@ def test_a_crash_half_way_leaves_whole_files_and_a_rerun_finishes(memory, other,
     report = import_bundle(other, bundle)
     assert report.written == 4 and report.conflicts == []
     assert objects(other.store) == objects(memory.store)
+
+
+def test_a_big_bundle_is_parsed_line_by_line_to_the_same_value(memory, monkeypatch):
+    populate(memory.store)
+    bundle = export_of(memory.store, include_redacted=True)
+    assert bundle_format._loads_in_pieces(bundle) == orjson.loads(bundle)
+    # Any other layout (or a marker-like string of its own) is parsed whole, the same value.
+    for other_layout in (
+        bundle.replace(b"},\n", b"},\n\n", 1),
+        bundle.replace(b"}\n", b"},\n", 1),
+        orjson.dumps(orjson.loads(bundle)),
+        bundle.replace(b'"o-1"', b'"0000000000000000-0"'),
+    ):
+        pieces = bundle_format._loads_in_pieces(other_layout)
+        assert pieces is None or pieces == orjson.loads(other_layout)
+    monkeypatch.setattr(bundle_format, "_PIECES_FROM", 0)
+    broken = bundle.replace(b'"kind":"error"', b'"kind":"error\x0b"', 1)
+    with pytest.raises(KindlingError, match="invalid bundle: not valid JSON"):
+        bundle_format.decode_bundle(broken)
+    assert bundle_format.decode_bundle(bundle) == orjson.loads(bundle)

@@ -7,6 +7,7 @@ Writing a bundle lives in `kindling.bundle.export`, reading one into a store in
 
 from __future__ import annotations
 
+import os
 import sys
 import zlib
 from typing import NamedTuple
@@ -31,6 +32,7 @@ DESCRIPTION = "Kindling memory export"
 # Largest bundle read, after decompression: a gzip bomb stops here rather than filling memory.
 MAX_BUNDLE_BYTES = 512 << 20
 _GZIP_CHUNK = 1 << 16
+_PIECES_FROM = 4 << 20  # bundles this big are parsed list by list when laid out as export writes
 # Errors listed in one message before the rest are summarised as "and N more".
 MAX_LISTED_ERRORS = 20
 
@@ -107,10 +109,69 @@ def decode_bundle(data: bytes) -> object:
         raise ValidationError(_too_big())
     if not data.strip():
         raise ValidationError("invalid bundle: the input is empty")
+    value = _loads_in_pieces(data) if len(data) >= _PIECES_FROM else None
+    if value is not None:
+        return value
     try:
         return canonical.loads(data)
     except canonical.DecodeError as exc:
         raise ValidationError(f"invalid bundle: {exc}") from None
+
+
+def _loads_in_pieces(data: bytes | bytearray) -> object | None:
+    """A bundle with one entity per line (as export writes it), parsed line by line.
+
+    The parser's own tree then never spans the whole file, so the peak memory is the parsed
+    entities, not those plus a tree of them. A raw newline is never inside a JSON string, so
+    each line that is an object (`{...}` or `{...},`) is a whole value; the runs of them are
+    put back into the dataset's entity lists. None when the layout is any other, or anything
+    fails: the whole input is then parsed at once, which says exactly what is wrong.
+    """
+    nonce = os.urandom(8).hex()
+    skeleton: list[bytes] = []
+    runs: list[list] = []
+    run: list | None = None
+    pos, end = 0, len(data)
+    try:
+        while pos < end:
+            nl = data.find(b"\n", pos)
+            stop = end if nl < 0 else nl
+            line = bytes(data[pos:stop]).strip(b" \t\r")  # JSON's whitespace, no other
+            pos = stop + 1
+            if line[:1] == b"{" and (line[-1:] == b"}" or line[-2:] == b"},"):
+                if line[-1:] == b"," and run is None:
+                    run = []
+                    runs.append(run)
+                    skeleton.append(b'"%s-%d"' % (nonce.encode(), len(runs) - 1))
+                if run is not None:
+                    run.append(canonical.loads(line[:-1] if line[-1:] == b"," else line))
+                    if line[-1:] != b",":
+                        run = None  # the list's last entity
+                    continue
+            if run is not None:
+                return None  # a run that ends with a comma: another layout
+            skeleton.append(line)
+        if run is not None or not runs:
+            return None
+        value = canonical.loads(b"\n".join(skeleton))
+    except canonical.DecodeError:
+        return None
+    return _put_back(value, runs, nonce)
+
+
+def _put_back(value: object, runs: list[list], nonce: str) -> object | None:
+    """Each entity list that holds just a run's marker gets the run; None if any is elsewhere."""
+    dataset = value.get("dataset") if isinstance(value, dict) else None
+    if not isinstance(dataset, dict):
+        return None
+    used = 0
+    for key, items in dataset.items():
+        if isinstance(items, list) and len(items) == 1 and isinstance(items[0], str):
+            head, _, number = items[0].partition("-")
+            if head == nonce and number == str(used) and key in ENTITY_TYPES:
+                dataset[key] = runs[used]
+                used += 1
+    return value if used == len(runs) else None
 
 
 def _too_big() -> str:
