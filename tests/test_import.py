@@ -195,7 +195,8 @@ def test_a_file_replaced_after_its_rename_is_read_back_and_the_disk_wins(other):
     path, data = other.store.write("observations", observation("o-1", "first"), renamed=renamed)
     assert renamed and renamed[0].st_ino == os.lstat(path).st_ino
     other.store.write("observations", observation("o-1", "replaced at once"))
-    other.index.record_many([("observations", str(path), data, None, renamed[0])])
+    key = bulk.identity(renamed[0])
+    other.index.record_many([("observations", str(path), data, None, key)])
     (found,) = other.index.entities("observations")
     assert found["content"] == "replaced at once"
 
@@ -206,15 +207,16 @@ def test_a_recorded_file_past_the_racy_window_gets_a_trusted_stat_key(other, mon
     paths = other.index.paths
     rel = paths.rel(path)
     entity = orjson.loads(data)
-    read = bulk.written_read(paths, rel, "observations", data, entity, renamed[0])
+    key = bulk.identity(renamed[0])
+    read = bulk.written_read(paths, rel, "observations", data, entity, key)
     assert read is not None and read.statkey == "" and read.data == data
     later = time.time_ns() + 3_000_000_000
     monkeypatch.setattr(bulk.time, "time_ns", lambda: later)
-    read = bulk.written_read(paths, rel, "observations", data, entity, renamed[0])
+    read = bulk.written_read(paths, rel, "observations", data, entity, key)
     assert read is not None and read.statkey.endswith(f":{renamed[0].st_ino}")
     with open(path, "ab") as fh:  # changed in place: the same inode, another size
         fh.write(b" ")
-    assert bulk.written_read(paths, rel, "observations", data, entity, renamed[0]) is None
+    assert bulk.written_read(paths, rel, "observations", data, entity, key) is None
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

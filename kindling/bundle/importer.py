@@ -27,6 +27,7 @@ from kindling.bundle.report import ImportReport
 from kindling.errors import CorruptFileError, KindlingError, ValidationError
 from kindling.fileio import read_regular
 from kindling.git.merge import merge_entity
+from kindling.index.bulk import identity
 from kindling.masking import mask_json, mask_scope_ids, mask_text
 from kindling.model import ENTITY_TYPES, PLURAL, REDACTED_CONTENT, SINGULAR, entity_errors
 from kindling.progress import ProgressFactory, Step
@@ -36,8 +37,8 @@ ON_CONFLICT = ("keep", "theirs", "fail")
 RECORD_BATCH = 1_000  # files written per index transaction during an import
 RACY_S = 2.5  # a little over the index's racy window (kindling.index.schema.RACY_NS)
 _WRITTEN: dict = {}  # what a final decision holds in place of the entity it wrote
-# type, path, bytes (and entity) written, and the file's stat right after its rename
-Written = tuple[str, str, bytes, dict | None, os.stat_result | None]
+# type, path, bytes (and entity) written, and the file's stat identity right after its rename
+Written = tuple[str, str, bytes, dict | None, tuple[int, int, int, int] | None]
 MAX_LISTED_CONFLICTS = 20
 # The free-text field masked on the way in, as capture masks it (observations: see _masked).
 _FREE_TEXT = {"capsules": "intent", "summaries": "content", "pins": "reason"}
@@ -255,7 +256,8 @@ def apply_plan(
         )
         if record is not None:
             # The bytes only: holding every entity until it is recorded would cost far more.
-            stat = renamed[0] if renamed else None
+            # Four ints, not the stat_result: seconds of writes wait here, so size counts.
+            stat = identity(renamed[0]) if renamed else None
             pending.append((time.monotonic(), (entity_type, os.fspath(path), data, None, stat)))
 
     def record_settled(everything: bool = False) -> None:

@@ -75,13 +75,9 @@ def shared_ids(conn: sqlite3.Connection, keys: list[tuple[str, str]]) -> set[tup
     return out
 
 
-def _same_stat(a: os.stat_result, b: os.stat_result) -> bool:
-    return (a.st_ino, a.st_size, a.st_mtime_ns, a.st_ctime_ns) == (
-        b.st_ino,
-        b.st_size,
-        b.st_mtime_ns,
-        b.st_ctime_ns,
-    )
+def identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    """The stat data a written file is recognised by: inode, size, mtime and ctime (ns)."""
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def written_read(
@@ -90,10 +86,10 @@ def written_read(
     entity_type: str,
     data: bytes,
     entity: dict,
-    renamed: os.stat_result,
+    renamed: tuple[int, int, int, int],
 ) -> FileRead | None:
-    """A file Kindling wrote, from the bytes in hand: no read-back while its stat (inode, size,
-    mtime, ctime) is the one taken right after its rename; None means read it back instead.
+    """A file Kindling wrote, from the bytes in hand: no read-back while its `identity` is the
+    one taken right after its rename; None means read it back instead.
 
     The stat key is judged against the time now, as a sync would: a file still inside the
     racy window gets "" and the next sync reads it again.
@@ -105,7 +101,7 @@ def written_read(
         st = os.lstat(paths.abspath(rel))
     except OSError:
         return None
-    if not _same_stat(st, renamed):
+    if identity(st) != renamed:
         return None
     stat = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
     digest = canonical.content_hash(data)
