@@ -54,7 +54,7 @@ PLURAL = {v: k for k, v in SINGULAR.items()}
 MAX_CONTENT_BYTES = 16 * 1024 * 1024
 ID_MAX_LEN = 200
 # Safe as a file name on every OS: no separators, no leading dot, no NUL, bounded length.
-ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,199}")
+ID_PATTERN = re.compile(rf"[A-Za-z0-9][A-Za-z0-9_.\-]{{0,{ID_MAX_LEN - 1}}}")
 ID_RULE = "letters, digits, '_', '.', '-', starting with a letter or digit, at most 200 characters"
 
 # Latest timestamp stored: 9999-12-31T23:59:59.999Z. Every later bound holds below it: a
@@ -155,15 +155,6 @@ def _check_timestamp(errors: list[str], data: dict, key: str, *, nullable: bool 
 def is_timestamp(value: object) -> bool:
     """True for epoch milliseconds Kindling can store: an int from 0 to MAX_TIMESTAMP_MS."""
     return _is_int(value) and 0 <= value <= MAX_TIMESTAMP_MS  # type: ignore[operator]
-
-
-def check_timestamp(value: object, what: str) -> int:
-    """Return `value` when it is a storable timestamp, else raise a ValidationError."""
-    if not is_timestamp(value):
-        raise ValidationError(
-            f"{what} must be an integer from 0 to {MAX_TIMESTAMP_MS} (epoch ms, up to year 9999)"
-        )
-    return value  # type: ignore[return-value]
 
 
 def _check_text(errors: list[str], data: dict, key: str) -> None:

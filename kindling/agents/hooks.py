@@ -57,7 +57,6 @@ ALIASES = {
     "post-compact": "PostCompact",
     "session-end": "SessionEnd",
 }
-TOOL_EVENTS = tuple(e for e, what in EVENTS.items() if what == RECORDS_TOOL)
 INTENT_WAITING = " (waiting for its first prompt)"
 MAX_INTENT_CHARS = 200
 

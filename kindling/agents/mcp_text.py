@@ -12,8 +12,8 @@ import math
 
 from kindling.agents.payload import cut, one_line, short_id, when
 from kindling.model import SINGULAR, entity_time
+from kindling.search.retrieve import CHARS_PER_TOKEN
 
-CHARS_PER_TOKEN = 4  # the retrieval budget's rule: tokens ~ characters / 4
 MIN_ITEM_CHARS = 60
 DEFAULT_TOKENS = 1_000
 

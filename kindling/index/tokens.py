@@ -51,19 +51,6 @@ def camel_parts(token: str) -> list[str]:
     return [p for p in _CAMEL.split(token) if p]
 
 
-def split_run(run: str) -> tuple[list[str], bool]:
-    """(lowercased parts of an identifier run, whether it joins into one name).
-
-    Dots separate segments (`db.go`, `os.path`) whose parts are not joined into one token;
-    `_`, `-` and case changes separate parts of one name, which are.
-    """
-    parts: list[str] = []
-    for token in WORD.findall(run):
-        parts.extend(p.lower() for p in camel_parts(token))
-    joinable = "." not in run
-    return parts, joinable
-
-
 def index_extra(text: str) -> str:
     """Extra tokens indexed after an entity's text so every spelling of its names matches.
 

@@ -40,11 +40,6 @@ POOL = 100
 CHARS_PER_TOKEN = 4
 
 
-def estimate_tokens(value: object) -> float:
-    """About how many tokens a value costs: characters of its compact JSON / 4."""
-    return len(canonical.encode_compact(value).decode("utf-8")) / CHARS_PER_TOKEN
-
-
 def retrieve(
     index: Index,
     query: str,
