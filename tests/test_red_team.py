@@ -16,6 +16,7 @@ import subprocess
 import tracemalloc
 from pathlib import Path
 
+import entities
 import pytest
 from click.testing import CliRunner
 from conftest import run_kindling
@@ -155,17 +156,22 @@ def test_finding_01_far_future_timestamps_never_crash_list_search_or_session_sta
     plant(store_dir, "observations", obs("o-future", ts=PAST_9999, scopeIds={"repoId": "acme"}))
     for args in (["list", "observations"], ["search", "token"]):
         clean_exit(cli_in(store_dir, *args))
-    payload = {"session_id": "s2", "cwd": str(project), "hook_event_name": "SessionStart"}
-    result = run_kindling(
+    result = session_start(project, "s2")
+    assert result.returncode == 0
+    assert "nothing recorded" not in result.stderr.decode()
+    assert "login token expired" in result.stdout.decode()
+
+
+def session_start(project: Path, session: str) -> subprocess.CompletedProcess:
+    """Run the SessionStart hook in `project` as Claude Code would, under the hang timeout."""
+    payload = {"session_id": session, "cwd": str(project), "hook_event_name": "SessionStart"}
+    return run_kindling(
         "hook",
         "SessionStart",
         input=json.dumps(payload).encode(),
         cwd=project,
         timeout=HANG_TIMEOUT,
     )
-    assert result.returncode == 0
-    assert "nothing recorded" not in result.stderr.decode()
-    assert "login token expired" in result.stdout.decode()
 
 
 def test_finding_01_time_formatting_never_raises():
@@ -271,14 +277,7 @@ def test_finding_04_fifo_at_git_config_or_hook_activity_never_hangs(tmp_path):
     store_dir = Memory.init(project).store.root
     os.mkfifo(store_dir / "index.sqlite-hooks.json")
     assert proc(store_dir, "status").returncode == 0
-    payload = {"session_id": "s1", "cwd": str(project), "hook_event_name": "SessionStart"}
-    result = run_kindling(
-        "hook",
-        "SessionStart",
-        input=json.dumps(payload).encode(),
-        cwd=project,
-        timeout=HANG_TIMEOUT,
-    )
+    result = session_start(project, "s1")
     assert result.returncode == 0
 
 
@@ -356,15 +355,13 @@ def git(top: Path, *args: str, check: bool = True) -> subprocess.CompletedProces
     return done
 
 
-CAP = {
-    "id": "cap_shared",
-    "type": "session",
-    "intent": "fix the login bug",
-    "status": "open",
-    "openedAt": 1750416000000,
-    "scopeIds": {"sessionId": "s1"},
-    "observationIds": ["o-base"],
-}
+CAP = entities.capsule(
+    "cap_shared",
+    intent="fix the login bug",
+    openedAt=1750416000000,
+    sessionId="s1",
+    observationIds=["o-base"],
+)
 
 
 def conflicted_capsule(top: Path) -> Store:
