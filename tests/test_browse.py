@@ -13,7 +13,7 @@ import pytest
 from conftest import REPO_ROOT
 
 from kindling import browse
-from kindling.agents.hooks import capture
+from kindling.agents.hooks import record_for as capture
 from kindling.browse import files_of, pack_observations, render_page, script_json, tool_of
 from kindling.memory import Memory
 from kindling.store import Store

@@ -78,7 +78,6 @@ def record_for(event: str, payload: dict) -> records.Record | None:
     return None
 
 
-capture = record_for  # the name it had before the event table grew
 
 
 def _answer(event: str, text: str | None) -> str | None:
