@@ -465,7 +465,7 @@ def _hook_process(args: list[str], data: bytes, project) -> subprocess.Completed
 def kindling_hook_script(name: str, data: bytes, project) -> subprocess.CompletedProcess:
     """Run the `kindling-hook` console script's entry point as its own process."""
     code = (
-        "import sys; from kindling.cli.agents import hook_main; "
+        "import sys; from kindling.entry import hook_main; "
         "sys.argv[0] = 'kindling-hook'; hook_main()"
     )
     return _hook_process(["-c", code, name], data, project)
@@ -473,8 +473,8 @@ def kindling_hook_script(name: str, data: bytes, project) -> subprocess.Complete
 
 def test_kindling_hook_is_a_console_script():
     scripts = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["kindling-hook"] == "kindling.cli.agents:hook_main"
-    assert scripts["kindling"] == "kindling.cli:main"
+    assert scripts["kindling-hook"] == "kindling.entry:hook_main"
+    assert scripts["kindling"] == "kindling.entry:main"
 
 
 def test_kindling_hook_help_shows_its_own_usage(project):

@@ -67,7 +67,7 @@ class LazyGroup(click.Group):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             ctx.exit(1)
         except (KindlingError, orjson.JSONDecodeError, sqlite3.Error, OSError) as exc:
-            from kindling.cli.format import safe_text
+            from kindling.terminal import safe_text
 
             # Messages quote paths and stored text: shown inert, like all human output.
             raise click.ClickException(safe_text(_message(exc))) from None

@@ -116,22 +116,6 @@ def hook_cmd(ctx: click.Context, event: str) -> None:
       kindling init --claude-code      # writes these hooks into .claude/settings.json
       echo '{"session_id":"s1","cwd":"'"$PWD"'","prompt":"hi"}' | kindling hook UserPromptSubmit
     """
-    from kindling.agents.hooks import HookResult, run_hook
+    from kindling.agents.hook_command import run_hook_command
 
-    try:
-        data = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
-        result = run_hook(event, data, store=ctx.find_root().obj["store"])
-    except Exception as exc:  # noqa: BLE001 - a hook must never break the agent
-        result = HookResult(message=f"kindling hook {event}: {exc}; nothing recorded")
-    if result.stdout:
-        click.echo(result.stdout)  # for the agent, not a terminal: kept exact
-    if result.message:
-        notice(result.message)
-
-
-def hook_main() -> None:
-    """The `kindling-hook EVENT` command: `kindling hook EVENT` under the original's name."""
-    import os
-
-    store = os.environ.get("KINDLING_STORE")
-    hook_cmd.main(sys.argv[1:], prog_name="kindling-hook", obj={"store": store})
+    run_hook_command(event, ctx.find_root().obj["store"])

@@ -136,6 +136,6 @@ def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], object]] | 
 
 def notice(message: str) -> None:
     """A line for people on stderr, control characters escaped."""
-    from kindling.cli.format import safe_text
+    from kindling.terminal import safe_text
 
     click.echo(safe_text(message), err=True)
