@@ -12,17 +12,16 @@ arrive normalised (`kindling.bundle.original`); the report says what that change
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import os
 import sqlite3
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
 from kindling import canonical
 from kindling.bundle.format import Dataset, entity_label, parse_bundle
+from kindling.bundle.recording import BackgroundRecorder
 from kindling.bundle.report import ImportReport
 from kindling.errors import CorruptFileError, KindlingError, ValidationError
 from kindling.fileio import read_regular
@@ -34,8 +33,6 @@ from kindling.progress import ProgressFactory, Step
 from kindling.store import Store
 
 ON_CONFLICT = ("keep", "theirs", "fail")
-RECORD_BATCH = 1_000  # files written per index transaction during an import
-RACY_S = 2.5  # a little over the index's racy window (kindling.index.schema.RACY_NS)
 _WRITTEN: dict = {}  # what a final decision holds in place of the entity it wrote
 # type, path, bytes (and entity) written, and the file's stat identity right after its rename
 Written = tuple[str, str, bytes, dict | None, tuple[int, int, int, int] | None]
@@ -240,13 +237,15 @@ def apply_plan(
     """Write what the plan decided (non-durably, one disk sync at the end); the final decisions.
 
     An entity whose local file changed since it was planned is decided again under its lock.
-    `record`, when given, hears the files written in batches, so the index keeps up as they
-    land (no sync reads them all back afterwards). Each decision is replaced, in place, by
-    one that no longer holds the entity: a big import never keeps two copies of the bundle.
+    `record`, when given, hears the files written in batches on a second thread
+    (`kindling.bundle.recording`), so the index keeps up as they land and no sync reads them
+    all back afterwards; that thread has ended when this returns or raises. Each decision is
+    replaced, in place, by one that no longer holds the entity: a big import never keeps two
+    copies of the bundle.
     """
     # Too late to stop now: a conflict that appears while writing keeps the local file.
     late_policy = "keep" if on_conflict == "fail" else on_conflict
-    pending: collections.deque[tuple[float, Written]] = collections.deque()
+    recorder = BackgroundRecorder(record).start() if record is not None else None
 
     def write(entity_type: str, entity: dict, checked: bool = False) -> None:
         # `checked`: validated once already, by the bundle's check or after masking.
@@ -254,23 +253,11 @@ def apply_plan(
         path, data = store.write(
             entity_type, entity, durable=False, checked=checked, renamed=renamed
         )
-        if record is not None:
+        if recorder is not None:
             # The bytes only: holding every entity until it is recorded would cost far more.
-            # Four ints, not the stat_result: seconds of writes wait here, so size counts.
+            # Four ints, not the stat_result: seconds of writes wait to be recorded.
             stat = identity(renamed[0]) if renamed else None
-            pending.append((time.monotonic(), (entity_type, os.fspath(path), data, None, stat)))
-
-    def record_settled(everything: bool = False) -> None:
-        # Files are recorded once older than the racy window, so their stat data is trusted
-        # and no later sync has to read them again; whole batches only, until the end.
-        while pending and (everything or _full_batch_ripe()):
-            batch = [pending.popleft()[1] for _ in range(min(RECORD_BATCH, len(pending)))]
-            record(batch)
-
-    def _full_batch_ripe() -> bool:
-        return len(pending) >= RECORD_BATCH and pending[RECORD_BATCH - 1][0] < (
-            time.monotonic() - RACY_S
-        )
+            recorder.add((entity_type, os.fspath(path), data, None, stat))
 
     done = 0
     try:
@@ -292,8 +279,6 @@ def apply_plan(
             written = _WRITTEN if d.write is not None else None
             decisions[i] = d._replace(theirs={"id": d.entity_id}, write=written, expect=None)
             done = i + 1
-            if record is not None and _full_batch_ripe():
-                record_settled()
             if progress is not None:
                 progress(1)
     except (OSError, KindlingError) as exc:
@@ -306,8 +291,8 @@ def apply_plan(
             [x for x in decisions[:done] if x.write is not None],
         ) from None
     finally:
-        if record is not None:
-            record_settled(everything=True)
+        if recorder is not None:
+            recorder.close()
         store.sync_to_disk()
     return decisions
 
