@@ -284,6 +284,29 @@ class Store:
             fh.write(data)
         return Path(path), data
 
+    def write_checked(
+        self,
+        path: str,
+        entity: dict,
+        *,
+        real_folders: set[str],
+        renamed: list[os.stat_result] | None = None,
+    ) -> bytes:
+        """One write of a bulk import: an entity validated already, at its `entity_path`, not
+        durable until `sync_to_disk`; returns its bytes.
+
+        A folder in `real_folders` was checked (or created) by an earlier write of the same
+        import and is not checked again; each folder written to is added.
+        """
+        folder = os.path.dirname(path)
+        if folder not in real_folders:
+            self.check_real_folders(path)
+        data = canonical.encode(entity)
+        with atomic_output(path, durable=False, renamed=renamed) as fh:
+            fh.write(data)
+        real_folders.add(folder)
+        return data
+
     def write_file(self, path: Path, data: bytes, *, durable: bool = True) -> None:
         """Temp file in the same directory, flush (+ fsync), os.replace: never a partial file."""
         with atomic_output(path, durable=durable) as fh:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import entities
 import orjson
@@ -12,11 +13,12 @@ import pytest
 from kindling.bundle import recording
 from kindling.bundle.importer import ImportInterrupted, import_bundle
 from kindling.bundle.recording import THREAD_NAME, BackgroundRecorder
-from kindling.index import Index
+from kindling.index import Index, bulk
 from kindling.memory import Memory
 from kindling.store import Store
 
 N = 7
+real_time_ns = time.time_ns
 
 
 def bundle_bytes(n: int = N) -> bytes:
@@ -81,7 +83,7 @@ def test_a_failure_in_the_indexing_thread_leaves_every_file_and_the_next_sync_ex
 
 
 def test_the_indexing_thread_ends_when_a_write_fails_part_way(root, tmp_path, small_batches):
-    real_write = Store.write
+    real_write = Store.write_checked
     writes = []
 
     def write(self, *args, **kwargs):
@@ -91,7 +93,7 @@ def test_the_indexing_thread_ends_when_a_write_fails_part_way(root, tmp_path, sm
         return real_write(self, *args, **kwargs)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(Store, "write", write)
+        mp.setattr(Store, "write_checked", write)
         with Memory(root) as memory, pytest.raises(ImportInterrupted):
             import_bundle(memory, bundle_bytes())
     assert not indexing_threads()
@@ -109,17 +111,24 @@ def test_every_written_file_is_recorded_once_in_order():
     assert not indexing_threads()
 
 
-def test_closing_records_what_waits_out_the_racy_window_at_once():
+def test_batches_are_recorded_at_once_and_settled_only_once_past_the_racy_window():
     heard: list[list[int]] = []
+    settled: list[list[int]] = []
     done = threading.Event()
-    # An hour's racy window: only close() can bring these batches out before the join.
-    recorder = BackgroundRecorder(heard.append, batch=2, racy_s=3600).start()
+    # An hour's racy window: recorded without waiting for it, never settled.
+    recorder = BackgroundRecorder(heard.append, settled.append, batch=2, racy_s=3600).start()
     for i in range(5):
         recorder.add(i)
     closer = threading.Thread(target=lambda: (recorder.close(), done.set()))
     closer.start()
     closer.join(60)
-    assert done.is_set() and heard == [[0, 1], [2, 3], [4]]
+    assert done.is_set() and heard == [[0, 1], [2, 3], [4]] and settled == []
+
+    heard.clear()
+    with BackgroundRecorder(heard.append, settled.append, batch=2, racy_s=0) as recorder:
+        for i in range(5):
+            recorder.add(i)
+    assert heard == settled == [[0, 1], [2, 3], [4]]
 
 
 def test_after_a_failure_the_thread_drains_the_queue_so_the_writer_never_waits():
@@ -134,3 +143,47 @@ def test_after_a_failure_the_thread_drains_the_queue_so_the_writer_never_waits()
     recorder.close()
     assert isinstance(recorder.failure, RuntimeError)
     assert not indexing_threads()
+
+
+def test_an_import_settles_the_stat_keys_of_files_past_the_racy_window(
+    root, monkeypatch, small_batches
+):
+    monkeypatch.setattr(recording, "RACY_S", 0)  # every batch is ripe at once
+    later = []  # while settling, the clock reads as past the racy window
+
+    def settle_later(self, written):
+        later.append(1)
+        try:
+            return settle_many(self, written)
+        finally:
+            later.clear()
+
+    settle_many = Index.settle_many
+    monkeypatch.setattr(Index, "settle_many", settle_later)
+    monkeypatch.setattr(bulk.time, "time_ns", lambda: real_time_ns() + 3_000_000_000 * len(later))
+    with Memory(root) as memory:
+        import_bundle(memory, bundle_bytes())
+        keys = [row[0] for row in memory.index.conn.execute("SELECT statkey FROM files")]
+    assert len(keys) == N and "" not in keys
+
+
+def test_settling_gives_a_stat_key_only_to_a_file_unchanged_since_its_write(root, monkeypatch):
+    with Memory(root) as memory:
+        written = []
+        for i in range(2):
+            renamed: list[os.stat_result] = []
+            path, data = memory.store.write(
+                "observations", entities.observation(i), renamed=renamed
+            )
+            written.append(("observations", str(path), data, None, bulk.identity(renamed[0])))
+        memory.index.record_many(written)
+        keys = memory.index.conn.execute("SELECT statkey FROM files ORDER BY path")
+        assert [row[0] for row in keys] == ["", ""]  # just written: too recent to trust
+        assert memory.index.settle_many(written) == 0
+        with open(written[1][1], "ab") as fh:  # changed in place: same inode, another size
+            fh.write(b" ")
+        monkeypatch.setattr(bulk.time, "time_ns", lambda: real_time_ns() + 3_000_000_000)
+        assert memory.index.settle_many(written) == 1
+        keys = dict(memory.index.conn.execute("SELECT path, statkey FROM files"))
+        first, second = (memory.index.rel(w[1]) for w in written)
+        assert keys[first].endswith(f":{os.lstat(written[0][1]).st_ino}") and keys[second] == ""

@@ -494,16 +494,16 @@ def test_finding_09_forget_leaves_no_trace_in_the_index_files(store_dir):
 def test_finding_11_a_write_error_mid_import_reports_what_was_written(store_dir, monkeypatch):
     entities = [obs(f"o-{i}", content=f"imported note {i}") for i in range(5)]
     bundle = make_bundle(observations=entities)
-    real_write = Store.write
+    real_write = Store.write_checked
     calls: list[str] = []
 
-    def failing_write(self, entity_type, entity, **kw):
+    def failing_write(self, path, entity, **kw):
         if len(calls) == 2:  # the disk fills up on the third write of each run
             raise OSError(errno.ENOSPC, "No space left on device", "somewhere")
         calls.append(entity["id"])
-        return real_write(self, entity_type, entity, **kw)
+        return real_write(self, path, entity, **kw)
 
-    monkeypatch.setattr(Store, "write", failing_write)
+    monkeypatch.setattr(Store, "write_checked", failing_write)
     text = cli_in(store_dir, "import", "-", input=json.dumps(bundle))
     clean_exit(text, (1,))
     assert "only these were written" in text.stdout
@@ -519,7 +519,7 @@ def test_finding_11_a_write_error_mid_import_reports_what_was_written(store_dir,
     assert report["counts"]["observations"]["added"] == 2
     assert "No space left" in report["stopped"]
 
-    monkeypatch.setattr(Store, "write", real_write)
+    monkeypatch.setattr(Store, "write_checked", real_write)
     again = cli_in(store_dir, "import", "-", "--json", input=json.dumps(bundle))
     clean_exit(again, (0,))
     counts = json.loads(again.stdout)["counts"]["observations"]

@@ -16,19 +16,27 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
 from kindling import canonical
 from kindling.bundle.format import Dataset, entity_label, parse_bundle
+from kindling.bundle.inbound import Masker
 from kindling.bundle.recording import BackgroundRecorder
 from kindling.bundle.report import ImportReport
 from kindling.errors import CorruptFileError, KindlingError, ValidationError
 from kindling.fileio import read_regular
 from kindling.git.merge import merge_entity
 from kindling.index.bulk import identity
-from kindling.masking import mask_json, mask_scope_ids, mask_text
-from kindling.model import ENTITY_TYPES, PLURAL, REDACTED_CONTENT, SINGULAR, entity_errors
+from kindling.model import (
+    ENTITY_TYPES,
+    PLURAL,
+    REDACTED_CONTENT,
+    SINGULAR,
+    entity_errors,
+    validate,
+)
 from kindling.progress import ProgressFactory, Step
 from kindling.store import Store
 
@@ -37,8 +45,6 @@ _WRITTEN: dict = {}  # what a final decision holds in place of the entity it wro
 # type, path, bytes (and entity) written, and the file's stat identity right after its rename
 Written = tuple[str, str, bytes, dict | None, tuple[int, int, int, int] | None]
 MAX_LISTED_CONFLICTS = 20
-# The free-text field masked on the way in, as capture masks it (observations: see _masked).
-_FREE_TEXT = {"capsules": "intent", "summaries": "content", "pins": "reason"}
 
 
 class Decision(NamedTuple):
@@ -56,37 +62,6 @@ class Decision(NamedTuple):
     @property
     def entity_id(self) -> str:
         return self.theirs["id"]
-
-
-# ---------------------------------------------------------------- preparing bundle entities
-
-
-def _masked(entity_type: str, entity: dict) -> tuple[dict, int]:
-    """The entity as capture would store it: secrets masked, tombstones emptied.
-
-    The bundle's own dict is returned when nothing changes, so a large import holds one copy.
-    """
-    changes: dict = {}
-    scope, s = mask_scope_ids(entity["scopeIds"]) if "scopeIds" in entity else ({}, 0)
-    if s:
-        changes["scopeIds"] = scope
-    if entity_type == "observations":
-        if entity["redacted"]:
-            if entity["provenance"] != {}:
-                changes["provenance"] = {}
-            return ({**entity, **changes} if changes else entity), s
-        content, n = mask_text(entity["content"])
-        provenance, m = mask_json(entity["provenance"])
-        if n + m:
-            changes.update(content=content, provenance=provenance)
-    else:
-        field = _FREE_TEXT[entity_type]
-        n = m = 0
-        if isinstance(entity[field], str):
-            text, n = mask_text(entity[field])
-            if n:
-                changes[field] = text
-    return ({**entity, **changes} if changes else entity), n + m + s
 
 
 # ---------------------------------------------------------------- deciding, one entity at a time
@@ -183,9 +158,12 @@ def plan_import(
     decisions = []
     errors = []
     in_bundle = _ids(dataset)
+    masker = Masker()
+    # Fan-out folder -> absent when planned: nothing in it to read (a new store has none).
+    absent: dict[str, bool] = {}
     for etype in ENTITY_TYPES:
         for i, raw in enumerate(dataset.entities[etype]):
-            entity, masked = _masked(etype, raw)
+            entity, masked = masker.entity(etype, raw)
             problems = entity_errors(etype, entity) if masked else []
             if problems:
                 label = entity_label(etype, i, raw)
@@ -198,8 +176,12 @@ def plan_import(
                     progress(1)
                 continue
             path = store.entity_path(etype, entity["id"])
+            folder = os.path.dirname(path)
+            missing = absent.get(folder)
+            if missing is None:
+                missing = absent[folder] = not os.path.lexists(folder)
             try:
-                local = _read_local(path)
+                local = None if missing else _read_local(path)
             except OSError as exc:
                 reason = f"the local file is unreadable ({exc.strerror}); left as it is"
                 decisions.append(Decision(etype, entity, "skipped", reason=reason))
@@ -233,31 +215,35 @@ def apply_plan(
     on_conflict: str = "keep",
     progress: Step | None = None,
     record: Callable[[list[Written]], None] | None = None,
+    settle: Callable[[list[Written]], None] | None = None,
 ) -> list[Decision]:
     """Write what the plan decided (non-durably, one disk sync at the end); the final decisions.
 
     An entity whose local file changed since it was planned is decided again under its lock.
     `record`, when given, hears the files written in batches on a second thread
     (`kindling.bundle.recording`), so the index keeps up as they land and no sync reads them
-    all back afterwards; that thread has ended when this returns or raises. Each decision is
-    replaced, in place, by one that no longer holds the entity: a big import never keeps two
-    copies of the bundle.
+    all back afterwards; `settle` hears each batch again once its files are old enough for
+    their stat data to be trusted. That thread has ended when this returns or raises. Each
+    decision is replaced, in place, by one that no longer holds the entity: a big import
+    never keeps two copies of the bundle.
     """
     # Too late to stop now: a conflict that appears while writing keeps the local file.
     late_policy = "keep" if on_conflict == "fail" else on_conflict
-    recorder = BackgroundRecorder(record).start() if record is not None else None
+    recorder = BackgroundRecorder(record, settle).start() if record is not None else None
 
-    def write(entity_type: str, entity: dict, checked: bool = False) -> None:
+    real_folders: set[str] = set()  # folders of this import already checked not to be symlinks
+
+    def write(entity_type: str, entity: dict, path: str, checked: bool = False) -> None:
         # `checked`: validated once already, by the bundle's check or after masking.
+        if not checked:
+            validate(entity_type, entity)
         renamed: list[os.stat_result] = []
-        path, data = store.write(
-            entity_type, entity, durable=False, checked=checked, renamed=renamed
-        )
+        data = store.write_checked(path, entity, real_folders=real_folders, renamed=renamed)
         if recorder is not None:
             # The bytes only: holding every entity until it is recorded would cost far more.
             # Four ints, not the stat_result: seconds of writes wait to be recorded.
             stat = identity(renamed[0]) if renamed else None
-            recorder.add((entity_type, os.fspath(path), data, None, stat))
+            recorder.add((entity_type, path, data, None, stat))
 
     done = 0
     try:
@@ -268,14 +254,14 @@ def apply_plan(
                 continue
             path = store.entity_path(d.entity_type, d.entity_id)
             if d.expect is None and not os.path.exists(path):
-                write(d.entity_type, d.write, checked=d.outcome == "added")
+                write(d.entity_type, d.write, path, checked=d.outcome == "added")
             else:
                 with store.locked(d.entity_type, d.entity_id):
                     current = _read_local(path)
                     if current != d.expect:
                         d = decide(d.entity_type, d.theirs, path, current, late_policy, d.masked)
                     if d.write is not None:
-                        write(d.entity_type, d.write)
+                        write(d.entity_type, d.write, path)
             written = _WRITTEN if d.write is not None else None
             decisions[i] = d._replace(theirs={"id": d.entity_id}, write=written, expect=None)
             done = i + 1
@@ -291,9 +277,11 @@ def apply_plan(
             [x for x in decisions[:done] if x.write is not None],
         ) from None
     finally:
-        if recorder is not None:
-            recorder.close()
-        store.sync_to_disk()
+        try:
+            store.sync_to_disk()  # while the thread records the last files
+        finally:
+            if recorder is not None:
+                recorder.close()
     return decisions
 
 
@@ -317,6 +305,11 @@ def _conflict_line(d: Decision) -> str:
 
 
 # ---------------------------------------------------------------- the whole import
+
+
+def _settle(memory, written: list[Written]) -> None:
+    with contextlib.suppress(sqlite3.Error, KindlingError):
+        memory.index.settle_many(written)  # else the next sync reads those files once more
 
 
 def import_bundle(
@@ -353,7 +346,12 @@ def import_bundle(
     stage = progress("Writing", to_write) if progress else None
     try:
         decisions = apply_plan(
-            memory.store, decisions, on_conflict=on_conflict, progress=stage, record=memory.record
+            memory.store,
+            decisions,
+            on_conflict=on_conflict,
+            progress=stage,
+            record=memory.record,
+            settle=partial(_settle, memory),
         )
     except ImportInterrupted:
         with contextlib.suppress(sqlite3.Error, KindlingError):

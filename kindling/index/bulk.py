@@ -106,3 +106,33 @@ def written_read(
     stat = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
     digest = canonical.content_hash(data)
     return FileRead(rel, entity_type, stat, trusted_stat_key(st, t0), digest, data, entity, None)
+
+
+def settle(
+    conn: sqlite3.Connection,
+    paths: ObjectPaths,
+    written: list[tuple[str, tuple[int, int, int, int]]],
+) -> int:
+    """Give files recorded while too recent to trust (stat key "") their stat key, now that
+    they may be older: each (rel, identity) only while the file on disk and its row still have
+    the identity it was written with. Returns how many rows got a key."""
+    t0 = time.time_ns()
+    keys = []
+    for rel, renamed in written:
+        try:
+            st = os.lstat(paths.abspath(rel))
+        except OSError:
+            continue
+        if identity(st) != renamed:
+            continue
+        key = trusted_stat_key(st, t0)
+        if key:
+            ino, size, mtime_ns, ctime_ns = renamed
+            keys.append((key, rel, size, mtime_ns, ctime_ns, ino))
+    before = conn.total_changes
+    conn.executemany(
+        "UPDATE files SET statkey = ? WHERE path = ? AND statkey = '' AND problem IS NULL "
+        "AND size = ? AND mtime_ns = ? AND ctime_ns = ? AND ino = ?",
+        keys,
+    )
+    return conn.total_changes - before

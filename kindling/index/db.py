@@ -315,6 +315,17 @@ class Index(IndexReader):
         with self.transaction():
             syncer.apply(reads, [])
 
+    def settle_many(self, written: Iterable[tuple]) -> int:
+        """Trust the stat data of files `record_many` recorded too recent to trust, once they
+        are older (the same tuples it heard; each only while its identity is unchanged)."""
+        items = [
+            (self.rel(path), renamed[0])
+            for _, path, _, _, *renamed in written
+            if renamed and renamed[0] is not None
+        ]
+        with self.transaction() as conn:
+            return bulk.settle(conn, self.paths, items)
+
     def recheck(self, path: str | Path) -> None:
         """Bring one file's rows in step with the disk (after Kindling deleted or moved it)."""
         rel = self.rel(path)
