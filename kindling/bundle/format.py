@@ -260,14 +260,14 @@ def check_bundle(value: object) -> Dataset:
         entities[etype] = items
         seen: dict[str, int] = {}
         for i, item in enumerate(items):
-            label = entity_label(etype, i, item)
             for problem in entity_errors(etype, item):
-                errors.append(f"{label}: {problem}")
+                errors.append(f"{entity_label(etype, i, item)}: {problem}")
             ident = item.get("id") if isinstance(item, dict) else None
             if is_valid_id(ident):
                 if ident in seen:
                     errors.append(
-                        f"{label}: id is a duplicate of {etype}[{seen[ident]}] "
+                        f"{entity_label(etype, i, item)}: id is a duplicate of "
+                        f"{etype}[{seen[ident]}] "
                         f"(each {SINGULAR[etype]} id may appear once)"
                     )
                 else:

@@ -37,6 +37,11 @@ def _items(dataset: dict, entity_type: str) -> list:
 
 def _drop_nulls(entity: dict, keys: tuple[str, ...], notes: Counter) -> dict:
     """The entity without the given keys when they hold null, and null scope ids."""
+    scope = entity.get("scopeIds")
+    if not any(entity.get(k, 0) is None for k in keys) and not (
+        isinstance(scope, dict) and None in scope.values()
+    ):
+        return entity  # the usual case: no copy made, nothing compared
     changed = {k: v for k, v in entity.items() if not (k in keys and v is None)}
     scope = changed.get("scopeIds")
     if isinstance(scope, dict) and any(v is None for v in scope.values()):
