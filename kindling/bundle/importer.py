@@ -241,7 +241,7 @@ def apply_plan(
         data = store.write_checked(path, entity, real_folders=real_folders, renamed=renamed)
         if recorder is not None:
             # The bytes only: holding every entity until it is recorded would cost far more.
-            # Four ints, not the stat_result: seconds of writes wait to be recorded.
+            # Four ints, not the stat_result: seconds of writes wait to be settled.
             stat = identity(renamed[0]) if renamed else None
             recorder.add((entity_type, path, data, None, stat))
 
