@@ -11,6 +11,7 @@ import sys
 import textwrap
 
 import pytest
+from conftest import NOTHING_RACY, pin_fs_clock
 from entities import NOW, capsule, observation, pin
 
 from kindling.index import Index, Problem
@@ -92,7 +93,7 @@ def walks(index: Index, monkeypatch) -> list[int]:
 
 def test_noop_sync_writes_nothing(store, index, monkeypatch):
     store.write("observations", observation(1))
-    monkeypatch.setattr(index_schema, "RACY_NS", -(10**18))  # nothing counts as too recent
+    pin_fs_clock(monkeypatch, NOTHING_RACY)
     index.sync()
     before = index.conn.total_changes
     walked = walks(index, monkeypatch)
@@ -101,18 +102,21 @@ def test_noop_sync_writes_nothing(store, index, monkeypatch):
     assert index.conn.total_changes == before  # ...and changed no row
 
 
-def test_racy_files_are_reread_until_old_enough(store, index, monkeypatch):
+def test_racy_files_are_reread_until_their_tick_is_over(store, index, monkeypatch):
     path, _ = store.write("observations", observation(1, "first"))
+    st = os.lstat(path)
+    # The filesystem's clock still reads the tick the file was written in.
+    pin_fs_clock(monkeypatch, max(st.st_mtime_ns, st.st_ctime_ns))
     index.sync()
     key = index.conn.execute("SELECT statkey FROM files").fetchone()[0]
-    assert key == ""  # written this very moment: its stat data cannot be trusted yet
+    assert key == ""  # its stat data cannot be trusted yet
     # An edit in the same timestamp tick can leave every stat field as it was; only
     # re-reading racy files catches it. Pretend the stat data is identical:
     path.write_bytes(path.read_bytes().replace(b"first", b"other"))
     assert index.sync().updated == 1
     assert index.get("obs-0001").entity["content"] == "other"
 
-    monkeypatch.setattr(index_schema, "RACY_NS", -(10**18))
+    pin_fs_clock(monkeypatch, NOTHING_RACY)  # the tick is over
     index.sync()
     key = index.conn.execute("SELECT statkey FROM files").fetchone()[0]
     st = os.lstat(path)
@@ -419,7 +423,7 @@ def test_verify_finds_disagreements(store, index):
 
 
 def test_readers_trust_a_live_caught_up_watcher(store, index, monkeypatch):
-    monkeypatch.setattr(index_schema, "RACY_NS", -(10**18))
+    pin_fs_clock(monkeypatch, NOTHING_RACY)
     a, _ = store.write("observations", observation(1, "one"))
     lock = open(index.watch_lock_path, "w")  # noqa: SIM115
     fcntl.flock(lock, fcntl.LOCK_EX)

@@ -31,7 +31,6 @@ from pathlib import Path
 import orjson
 
 from kindling import platform
-from kindling.index import schema
 from kindling.model import ENTITY_TYPES
 
 
@@ -58,18 +57,18 @@ def _recorded(conn: sqlite3.Connection) -> dict[str, tuple[int, int]]:
     return {p: (m, r) for p, m, r in conn.execute("SELECT path, mtime_ns, racy FROM folder_mtimes")}
 
 
-def dirs_differ(conn: sqlite3.Connection, dirs: dict[str, int | None], t0: int) -> bool:
+def dirs_differ(conn: sqlite3.Connection, dirs: dict[str, int | None], racy_from: int) -> bool:
     """True when recording `dirs` would change the folder_mtimes table."""
     recorded = _recorded(conn)
     for rel, mtime in dirs.items():
-        want = None if mtime is None else (mtime, int(mtime >= t0 - schema.RACY_NS))
+        want = None if mtime is None else (mtime, int(mtime >= racy_from))
         if recorded.get(rel) != want:
             return True
     return False
 
 
 def store_dirs(
-    conn: sqlite3.Connection, dirs: dict[str, int | None], t0: int, *, full: bool
+    conn: sqlite3.Connection, dirs: dict[str, int | None], racy_from: int, *, full: bool
 ) -> None:
     """Record folder mtimes (inside the caller's transaction); `full` replaces them all."""
     if full:
@@ -82,7 +81,7 @@ def store_dirs(
         else:
             conn.execute(
                 "INSERT OR REPLACE INTO folder_mtimes(path, mtime_ns, racy) VALUES (?, ?, ?)",
-                (rel, mtime, int(mtime >= t0 - schema.RACY_NS)),
+                (rel, mtime, int(mtime >= racy_from)),
             )
 
 

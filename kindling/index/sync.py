@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat as stat_module
-import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -47,7 +46,7 @@ CHUNK = 2_000  # files re-read and applied per write transaction
 class SyncPlan:
     """What a walk found to do: files to re-read, rows to drop, folder records to replace."""
 
-    t0: int
+    racy_from: int  # stat times at or after this are too recent to trust
     walked: int = 0
     changed: list[tuple[str, str, os.stat_result]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
@@ -120,7 +119,7 @@ class Syncer:
 
     def sync_all(self) -> SyncReport:
         """Stat every entity file; re-read what differs; drop rows of vanished files."""
-        plan = SyncPlan(time.time_ns())
+        plan = SyncPlan(self.paths.racy_from())
         dirs = None
         self.watcher = handoff.watcher_alive(self.watch_lock)
         if self.watcher:
@@ -136,7 +135,7 @@ class Syncer:
 
     def sync_types(self, types: tuple[str, ...]) -> SyncReport:
         """Stat the files of these types only (capsules are few where observations are many)."""
-        plan = SyncPlan(time.time_ns())
+        plan = SyncPlan(self.paths.racy_from())
         recorded = {}
         for etype in types:
             where = "WHERE path > ? AND path < ?"  # '0' sorts right after '/'
@@ -151,7 +150,7 @@ class Syncer:
         self, moved: set[str], type_dirs: dict[str, int | None] | None = None
     ) -> SyncReport:
         """Reconcile only these fan-out folders (`<type>/<xx>`) with their recorded rows."""
-        plan = SyncPlan(time.time_ns(), within=set())
+        plan = SyncPlan(self.paths.racy_from(), within=set())
         dirs: dict[str, int | None] = dict(type_dirs or {})
         objects = self.paths.objects
         for rel_folder in sorted(moved):
@@ -188,7 +187,7 @@ class Syncer:
         )
         etype = rel_folder.split("/", 1)[0]
         pop = keys.pop
-        recent = plan.t0 - schema.RACY_NS
+        recent = plan.racy_from
         racy = False
         for name, st in items:
             rel = f"{rel_folder}/{name}"
@@ -207,8 +206,8 @@ class Syncer:
     def _reconcile(
         self, plan: SyncPlan, dirs: dict[str, int | None] | None, *, full: bool
     ) -> SyncReport:
-        t0 = plan.t0
-        dirs_moved = dirs is not None and handoff.dirs_differ(self.conn, dirs, t0)
+        racy_from = plan.racy_from
+        dirs_moved = dirs is not None and handoff.dirs_differ(self.conn, dirs, racy_from)
         if not plan.changed and not plan.removed and not plan.folders and not dirs_moved:
             problems = self.problems()
             quiet = self._walked_problems(problems, plan.within, ())
@@ -223,7 +222,7 @@ class Syncer:
             hashes = self._recorded_hashes([c[0] for c in chunk])
             reads = []
             for rel, etype, st in chunk:
-                read = read_entity_file(self.paths, rel, etype, st, t0, hashes.get(rel))
+                read = read_entity_file(self.paths, rel, etype, st, racy_from, hashes.get(rel))
                 if read is None:
                     removed.append(rel)
                 else:
@@ -234,7 +233,7 @@ class Syncer:
                 if last:
                     self._store_folders(plan.folders)
                     if dirs is not None:
-                        handoff.store_dirs(self.conn, dirs, t0, full=full)
+                        handoff.store_dirs(self.conn, dirs, racy_from, full=full)
                     if full:
                         self._sweep()
             totals = [a + b for a, b in zip(totals, done, strict=True)]
