@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import orjson
@@ -86,7 +87,7 @@ def store_dirs(
 
 
 def moved_folders(
-    conn: sqlite3.Connection, objects: Path
+    conn: sqlite3.Connection, objects: str
 ) -> tuple[set[str], dict[str, int | None]] | None:
     """Fan-out folders whose mtime moved, and the type folders' new mtimes; None if unknown."""
     recorded = _recorded(conn)
@@ -94,23 +95,30 @@ def moved_folders(
         return None
     folders: set[str] = set()
     type_dirs: dict[str, int | None] = {}
+    by_type: dict[str, list[str]] = {etype: [] for etype in ENTITY_TYPES}
+    for rel in recorded:
+        etype, slash, _ = rel.partition("/")
+        if slash and etype in by_type:
+            by_type[etype].append(rel)
+    lstat = os.lstat
     for etype in ENTITY_TYPES:
         try:
-            mtime: int | None = os.lstat(objects / etype).st_mtime_ns
+            mtime: int | None = lstat(f"{objects}/{etype}").st_mtime_ns
         except (FileNotFoundError, NotADirectoryError):
             mtime = None
-        candidates = {p for p in recorded if p.startswith(etype + "/")}
+        candidates: Iterable[str] = by_type[etype]
         if recorded.get(etype) != (None if mtime is None else (mtime, 0)):
             # Folders were added or removed (or the time is too recent to trust): list them.
             type_dirs[etype] = mtime
             if mtime is not None:
-                with os.scandir(objects / etype) as entries:
-                    candidates.update(
+                with os.scandir(f"{objects}/{etype}") as entries:
+                    listed = {
                         f"{etype}/{e.name}" for e in entries if e.is_dir(follow_symlinks=False)
-                    )
+                    }
+                candidates = listed.union(candidates)
         for folder in candidates:
             try:
-                now = os.lstat(objects / folder).st_mtime_ns
+                now = lstat(f"{objects}/{folder}").st_mtime_ns
             except (FileNotFoundError, NotADirectoryError):
                 folders.add(folder)
                 continue

@@ -97,7 +97,7 @@ class Syncer:
         if trust_watcher and handoff.watcher_caught_up(handoff.watcher_state(self.conn), lock):
             self.watcher = True
             handoff.mark_used(lock)
-            moved = handoff.moved_folders(self.conn, self.paths.root)
+            moved = handoff.moved_folders(self.conn, self.paths.objects)
             if moved is not None:
                 return self.sync_folders(*moved)
         return self.sync_all()

@@ -11,7 +11,6 @@ import re
 
 from kindling.masking.marker import MASK  # noqa: F401 - re-exported for the pattern users
 
-
 _LOOK_LIMIT = 16_384  # characters
 
 
