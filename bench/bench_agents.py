@@ -111,14 +111,15 @@ def wait_caught_up(repo: Path, timeout: float = 600.0) -> None:
         time.sleep(0.1)
 
 
-def measure(n: int, rows, table, runs: int, out: Path, env: dict, fresh: bool) -> None:
-    """Add the agent-path rows for a store of n observations to `table`."""
+def measure(n: int, rows, table, runs: int, out: Path, env: dict, fresh: bool, python: str) -> None:
+    """Add the agent-path rows for a store of n observations to `table`; `python` runs
+    Kindling's processes and the floors."""
     repo = build(Path(out), n, rows, fresh)
     env = agent_env(env)
     os.environ["KINDLING_AUTOWATCH"] = "0"  # this process only looks; the CLI starts it
-    kindling = [sys.executable, "-m", "kindling"]
-    floor = [sys.executable, "-c", "import click, orjson, sqlite3"]
-    bare = [sys.executable, "-c", "pass"]
+    kindling = [python, "-m", "kindling"]
+    floor = [python, "-c", "import click, orjson, sqlite3"]
+    bare = [python, "-c", "pass"]
     hooks = {k: json.dumps(v).encode() for k, v in payloads(repo).items()}
 
     def floor_run() -> None:
@@ -233,15 +234,20 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "bench" / "out"))
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("--git", action="store_true", help="also time git on the largest store")
+    parser.add_argument(
+        "--python", help="the Python that runs the processes (default: an installed venv)"
+    )
     args = parser.parse_args()
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    python = args.python or bench.installed_python(Path(args.out))
     home = Path(args.out) / "home"
     env = dict(os.environ, HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"))
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "kindling")], check=True)
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')} on {bench.machine()}")
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')} on {bench.machine()}; processes run {python}")
     table = bench.Table()
     sizes = [int(s) for s in args.sizes.split(",")]
     for n in sizes:
-        measure(n, bench.realistic(n), table, args.runs, Path(args.out), env, args.fresh)
+        measure(n, bench.realistic(n), table, args.runs, Path(args.out), env, args.fresh, python)
     print()
     print(table.text())
     print()
