@@ -5,7 +5,9 @@ its open capsule in place (as the SessionStart hook leaves it), and real hook pa
 stdin. Nothing is started by hand: the first reader starts the background watcher, as a user's
 first command would, and the rows are measured once it has caught up. A row for that first
 call (no watcher yet) is measured too. Each figure sits next to the CLI floor
-(`python -c "import click, orjson, sqlite3"`) and the bare interpreter (`python -c pass`).
+(`python -c "import click, orjson, sqlite3"`) and the bare interpreter (`python -c pass`),
+all run by the same Python: by default a venv with Kindling installed from this checkout as
+users install it, since a development (editable) install adds an import hook to every start.
 
     python bench/bench_agents.py --sizes 1000,10000 --runs 9     # or through bench/bench.py
 """
