@@ -14,7 +14,7 @@ import pytest
 from conftest import NOTHING_RACY, pin_fs_clock
 from entities import NOW, capsule, observation, pin
 
-from kindling.index import Index, Problem
+from kindling.index import Index, Problem, handoff
 from kindling.index import schema as index_schema
 from kindling.index import sync as sync_module
 from kindling.store import Store, fanout
@@ -549,3 +549,42 @@ def test_a_rebuild_keeps_the_watchers_published_state(store, index):
     index.rebuild()
     assert index.watcher_state() == state
     assert index.get("obs-0001") is not None
+
+
+def test_readers_wait_briefly_for_a_watcher_applying_a_batch(store, index, monkeypatch):
+    import threading
+
+    pin_fs_clock(monkeypatch, NOTHING_RACY)
+    store.write("observations", observation(1, "one"))
+    lock = open(index.watch_lock_path, "w")  # noqa: SIM115
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    watcher = Index(store)  # the watcher's own connection
+    try:
+        watcher.set_watcher_state({"pid": os.getpid(), "pending": True})
+        watcher.sync(trust_watcher=False)
+        walked = walks(index, monkeypatch)
+        # Done with its batch 50 ms later: the reader waits for it instead of walking.
+        done = threading.Timer(
+            0.05, watcher.set_watcher_state, ({"pid": os.getpid(), "pending": False},)
+        )
+        done.start()
+        index.sync()
+        done.join()
+        assert walked == []
+        # Still pending after the wait: the reader walks the store itself.
+        monkeypatch.setattr(handoff, "PENDING_WAIT_S", 0.05)
+        watcher.set_watcher_state({"pid": os.getpid(), "pending": True})
+        index.sync()
+        assert len(walked) == 1
+        # Failing (waiting to retry after an error): not waited for at all.
+        monkeypatch.setattr(handoff, "PENDING_WAIT_S", 60)
+        watcher.set_watcher_state({"pid": os.getpid(), "pending": True, "failing": True})
+        index.sync()
+        assert len(walked) == 2
+    finally:
+        watcher.close()
+        lock.close()
+    monkeypatch.setattr(handoff, "PENDING_WAIT_S", 60)
+    index.set_watcher_state({"pid": os.getpid(), "pending": True})
+    index.sync()  # no live watcher holds the lock: nothing to wait for
+    assert len(walked) == 3

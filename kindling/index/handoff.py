@@ -17,8 +17,11 @@ While `kindling watch` runs, readers trust it the way git trusts an fsmonitor. T
 A reader that finds the lock held and the state not pending skips the walk: it stats the type
 and fan-out folders (about a thousand stats) and re-lists only those whose mtime moved since
 it was recorded, so a file added, removed or renamed is never missed even inside the watcher's
-debounce window; only an in-place edit may show up one debounce late. Folder mtimes are
-recorded only while a watcher holds the lock, and with the same racy rule as files.
+debounce window; only an in-place edit may show up one debounce late. A state that is pending
+(the watcher is applying a batch, which takes milliseconds) is waited for up to
+`PENDING_WAIT_S` before the reader walks the whole store itself; one that says `failing` (the
+watcher waits to retry after an error) is not waited for. Folder mtimes are recorded only
+while a watcher holds the lock, and with the same racy rule as files.
 """
 
 from __future__ import annotations
@@ -144,15 +147,50 @@ def mark_used(lock_path: Path | None) -> None:
         pass  # not ours to touch, or gone: the watcher then just idles out sooner
 
 
+def _beating(state: dict) -> bool:
+    """False when the state carries a heartbeat that has gone stale."""
+    beat, stale = state.get("heartbeatMs"), state.get("staleAfterMs")
+    if isinstance(beat, int) and isinstance(stale, int):
+        return time.time_ns() // 1_000_000 - beat <= stale
+    return True
+
+
 def watcher_caught_up(state: object, lock_path: Path | None) -> bool:
     """True when a live watcher says it has applied every change it knows of."""
     if not isinstance(state, dict) or state.get("pending", True) is not False:
         return False
-    beat, stale = state.get("heartbeatMs"), state.get("staleAfterMs")
-    if isinstance(beat, int) and isinstance(stale, int):
-        if time.time_ns() // 1_000_000 - beat > stale:
+    return _beating(state) and watcher_alive(lock_path)
+
+
+# How long a reader waits for a live watcher to finish applying a batch (a few ms as a rule)
+# before it walks the whole store itself.
+PENDING_WAIT_S = 0.25
+_POLL_S = 0.002
+
+
+def trusted_watcher(conn: sqlite3.Connection, lock_path: Path | None) -> bool:
+    """True when a live watcher is caught up, waiting up to PENDING_WAIT_S while it says it
+    is applying changes; False at once when no live watcher is there to wait for."""
+    deadline = None
+    while True:
+        state = watcher_state(conn)
+        if watcher_caught_up(state, lock_path):
+            return True
+        if (
+            not isinstance(state, dict)
+            or state.get("pending") is not True
+            or state.get("failing")
+            or not _beating(state)
+        ):
+            return False  # no watcher, or none worth waiting for
+        now = time.monotonic()
+        if deadline is None:
+            if not watcher_alive(lock_path):
+                return False
+            deadline = now + PENDING_WAIT_S
+        elif now >= deadline:
             return False
-    return watcher_alive(lock_path)
+        time.sleep(_POLL_S)
 
 
 def watcher_state(conn: sqlite3.Connection) -> dict | None:

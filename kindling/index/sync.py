@@ -94,7 +94,7 @@ class Syncer:
     def sync(self, *, trust_watcher: bool = True) -> SyncReport:
         """Trust a live, caught-up watcher and re-list moved folders; otherwise walk all."""
         lock = self.watch_lock
-        if trust_watcher and handoff.watcher_caught_up(handoff.watcher_state(self.conn), lock):
+        if trust_watcher and handoff.trusted_watcher(self.conn, lock):
             self.watcher = True
             handoff.mark_used(lock)
             moved = handoff.moved_folders(self.conn, self.paths.objects)

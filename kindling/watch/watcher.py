@@ -284,6 +284,8 @@ class Watcher:
             {
                 "pid": os.getpid(),
                 "pending": pending,
+                # Waiting out a retry: readers walk at once instead of waiting for it.
+                "failing": self._retry_at is not None,
                 "heartbeatMs": now_ms,
                 "staleAfterMs": int(STALE_AFTER_S * 1000),
                 "debounceMs": self.debounce_ms,
