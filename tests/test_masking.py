@@ -692,6 +692,9 @@ PATHOLOGICAL_UNITS = [
     "pаssword=",
     "x" * 39 + ":",
 ]
+# Values that read as code are searched again for the assignments inside them: long runs of
+# such values must not make that quadratic.
+PATHOLOGICAL_UNITS += ["${pаssword=", "${password=", "$password=", "get_token(password="]
 BUDGET_S = 2.0  # per 100 KB input; measured runs take a small fraction of this
 
 

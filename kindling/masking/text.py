@@ -82,11 +82,19 @@ def _quoted_is_code(value: str) -> bool:
     )
 
 
+# No code value runs this long: a longer one is masked whole. Besides, a value that reads as
+# code is searched again for the assignments inside it, so a long one would be searched
+# again and again (`${password=${password=...` over 100 KB).
+MAX_CODE_CHARS = 1_000
+
+
 def _value_span(view: str, m: re.Match[str]) -> Span | None:
     group = m.lastgroup
     if group is None or group == "masked":
         return None
     start, end = m.span(group)
+    if end - start > MAX_CODE_CHARS:
+        return start, end
     if group == "bare":
         return None if _is_code(view, start, end) else (start, end)
     return None if _quoted_is_code(view[start:end]) else (start, end)
