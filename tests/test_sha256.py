@@ -40,3 +40,11 @@ def test_a_hook_process_never_loads_openssl():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_prefer_openssl_gives_the_same_digests(monkeypatch):
+    monkeypatch.setattr(sha256, "sha256", sha256.sha256)  # restored afterwards
+    before = sha256.hexdigest(b"kindling")
+    sha256.prefer_openssl()
+    assert sha256.sha256 is hashlib.sha256
+    assert sha256.hexdigest(b"kindling") == before
