@@ -514,7 +514,9 @@ def run(measure, default_sizes: str, description: str) -> None:
         XDG_CACHE_HOME=str(home / ".cache"),
         KINDLING_AUTOWATCH="0",
     )
-    os.environ.update(KINDLING_NOW=str(NOW))
+    # This process opens the same indexes as the processes it times: the same home, so the
+    # same index key (an index built under another key is not trusted, and is rebuilt).
+    os.environ.update(KINDLING_NOW=str(NOW), HOME=env["HOME"], XDG_CACHE_HOME=env["XDG_CACHE_HOME"])
     # Byte-compile first: with PYTHONDONTWRITEBYTECODE set, every process would otherwise
     # compile any module edited since its .pyc was written, and time that instead.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "kindling")], check=True)
