@@ -244,6 +244,7 @@ def main() -> None:
     python = args.python or bench.installed_python(Path(args.out))
     home = Path(args.out) / "home"
     env = dict(os.environ, HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"))
+    os.environ.update(HOME=env["HOME"], XDG_CACHE_HOME=env["XDG_CACHE_HOME"])  # one index key
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "kindling")], check=True)
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} on {bench.machine()}; processes run {python}")
     table = bench.Table()
