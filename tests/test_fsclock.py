@@ -67,3 +67,13 @@ def test_a_symlink_planted_as_the_clock_is_never_followed(store, tmp_path):
     os.symlink(target, clock_of(store))
     fsclock.racy_from(clock_of(store), str(store.objects))
     assert os.stat(target).st_mtime_ns == old
+
+
+def test_nothing_is_written_through_a_symlinked_locks_folder(store, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.symlink(elsewhere, store.root / "locks")
+    before = time.time_ns()
+    bound = fsclock.racy_from(clock_of(store), str(store.objects))
+    assert before - RACY_NS <= bound <= time.time_ns() - RACY_NS
+    assert list(elsewhere.iterdir()) == []

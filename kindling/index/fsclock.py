@@ -20,7 +20,7 @@ import time
 from kindling.index.schema import RACY_NS
 
 CLOCK_NAME = "clock"
-_NOFOLLOW = os.utime in os.supports_follow_symlinks
+_CAN_NOFOLLOW = os.utime in os.supports_follow_symlinks
 
 
 def racy_from(clock: str, objects: str) -> int:
@@ -28,11 +28,14 @@ def racy_from(clock: str, objects: str) -> int:
 
     Taken before the stats it judges: an older bound only makes more files racy.
     """
+    folder = os.path.dirname(clock)
     try:
+        if os.path.islink(folder):
+            raise OSError(f"{folder} is a symlink")  # nothing is written through one
         try:
-            os.utime(clock, follow_symlinks=not _NOFOLLOW)
+            os.utime(clock, follow_symlinks=not _CAN_NOFOLLOW)
         except FileNotFoundError:
-            os.makedirs(os.path.dirname(clock), exist_ok=True)
+            os.makedirs(folder, exist_ok=True)
             fd = os.open(clock, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
             os.close(fd)
         st = os.lstat(clock)
