@@ -387,6 +387,18 @@ class Syncer:
         Counting first (a few index scans) keeps this cheap; the deletes only run on a mismatch.
         """
         conn = self.conn
+        # A file row lost behind the index's back leaves its folder's record counting a file
+        # the rows lack, and a matching fingerprint would keep that folder from being listed
+        # again: drop such records, so the next sync compares those folders file by file.
+        rows, counted = conn.execute(
+            "SELECT (SELECT count(*) FROM files), "
+            "(SELECT coalesce(sum(count), 0) FROM folder_fingerprints)"
+        ).fetchone()
+        if rows != counted:
+            conn.execute(
+                "DELETE FROM folder_fingerprints AS f WHERE count != (SELECT count(*) FROM files "
+                "WHERE path > f.path || '/' AND path < f.path || '0')"
+            )
         entity_files, entities, fts_rows, searchable = conn.execute(
             "SELECT (SELECT count(*) FROM files) "
             "- (SELECT count(*) FROM files WHERE problem IS NOT NULL), "
