@@ -560,32 +560,37 @@ def test_readers_wait_briefly_for_a_watcher_applying_a_batch(store, index, monke
     lock = open(index.watch_lock_path, "w")  # noqa: SIM115
     fcntl.flock(lock, fcntl.LOCK_EX)
     watcher = Index(store)  # the watcher's own connection
+    me = os.getpid()
     try:
-        watcher.set_watcher_state({"pid": os.getpid(), "pending": True})
+        watcher.set_watcher_state({"pid": me, "pending": True})
         watcher.sync(trust_watcher=False)
         walked = walks(index, monkeypatch)
-        # Done with its batch 50 ms later: the reader waits for it instead of walking.
-        done = threading.Timer(
-            0.05, watcher.set_watcher_state, ({"pid": os.getpid(), "pending": False},)
-        )
+        # Applying a batch, done 50 ms later: the reader waits for it instead of walking.
+        watcher.set_watcher_state({"pid": me, "pending": True, "waitMs": 250})
+        done = threading.Timer(0.05, watcher.set_watcher_state, ({"pid": me, "pending": False},))
         done.start()
         index.sync()
         done.join()
         assert walked == []
         # Still pending after the wait: the reader walks the store itself.
-        monkeypatch.setattr(handoff, "PENDING_WAIT_S", 0.05)
-        watcher.set_watcher_state({"pid": os.getpid(), "pending": True})
+        watcher.set_watcher_state({"pid": me, "pending": True, "waitMs": 50})
         index.sync()
         assert len(walked) == 1
-        # Failing (waiting to retry after an error): not waited for at all.
-        monkeypatch.setattr(handoff, "PENDING_WAIT_S", 60)
-        watcher.set_watcher_state({"pid": os.getpid(), "pending": True, "failing": True})
+        # Starting, reconciling or waiting to retry (waitMs 0, or none): not waited for.
+        monkeypatch.setattr(handoff, "_POLL_S", 60)  # a wait would hang the test
+        for state in ({"pending": True, "waitMs": 0}, {"pending": True}):
+            watcher.set_watcher_state({"pid": me, **state})
+            index.sync()
+        assert len(walked) == 3
+        # A stale heartbeat is not waited for either.
+        watcher.set_watcher_state(
+            {"pid": me, "pending": True, "waitMs": 250, "heartbeatMs": 1, "staleAfterMs": 1}
+        )
         index.sync()
-        assert len(walked) == 2
+        assert len(walked) == 4
     finally:
         watcher.close()
         lock.close()
-    monkeypatch.setattr(handoff, "PENDING_WAIT_S", 60)
-    index.set_watcher_state({"pid": os.getpid(), "pending": True})
+    index.set_watcher_state({"pid": me, "pending": True, "waitMs": 250})
     index.sync()  # no live watcher holds the lock: nothing to wait for
-    assert len(walked) == 3
+    assert len(walked) == 5

@@ -17,11 +17,12 @@ While `kindling watch` runs, readers trust it the way git trusts an fsmonitor. T
 A reader that finds the lock held and the state not pending skips the walk: it stats the type
 and fan-out folders (about a thousand stats) and re-lists only those whose mtime moved since
 it was recorded, so a file added, removed or renamed is never missed even inside the watcher's
-debounce window; only an in-place edit may show up one debounce late. A state that is pending
-(the watcher is applying a batch, which takes milliseconds) is waited for up to
-`PENDING_WAIT_S` before the reader walks the whole store itself; one that says `failing` (the
-watcher waits to retry after an error) is not waited for. Folder mtimes are recorded only
-while a watcher holds the lock, and with the same racy rule as files.
+debounce window; only an in-place edit may show up one debounce late. A pending state may say
+`waitMs`: the watcher is applying a batch of paths (milliseconds), and a reader waits for it
+up to that long (at most `PENDING_WAIT_S`) before walking the whole store itself; a watcher
+starting, reconciling or waiting to retry after an error says 0, and is not waited for.
+Folder mtimes are recorded only while a watcher holds the lock, and with the same racy rule
+as files.
 """
 
 from __future__ import annotations
@@ -162,32 +163,37 @@ def watcher_caught_up(state: object, lock_path: Path | None) -> bool:
     return _beating(state) and watcher_alive(lock_path)
 
 
-# How long a reader waits for a live watcher to finish applying a batch (a few ms as a rule)
-# before it walks the whole store itself.
+# The longest a reader waits for a live watcher to finish applying a batch (a few ms as a
+# rule) before it walks the whole store itself, whatever the watcher's `waitMs` says.
 PENDING_WAIT_S = 0.25
 _POLL_S = 0.002
 
 
+def _wait_s(state: dict) -> float:
+    """How long a reader may wait for a pending state to clear (0: walk at once)."""
+    wait_ms = state.get("waitMs")
+    if state.get("pending") is not True or not isinstance(wait_ms, int) or not _beating(state):
+        return 0.0
+    return min(max(wait_ms, 0) / 1000, PENDING_WAIT_S)
+
+
 def trusted_watcher(conn: sqlite3.Connection, lock_path: Path | None) -> bool:
-    """True when a live watcher is caught up, waiting up to PENDING_WAIT_S while it says it
-    is applying changes; False at once when no live watcher is there to wait for."""
+    """True when a live watcher is caught up, waiting while it says a batch is nearly
+    applied (its `waitMs`, at most PENDING_WAIT_S); False at once when there is no live
+    watcher worth waiting for."""
     deadline = None
     while True:
         state = watcher_state(conn)
         if watcher_caught_up(state, lock_path):
             return True
-        if (
-            not isinstance(state, dict)
-            or state.get("pending") is not True
-            or state.get("failing")
-            or not _beating(state)
-        ):
+        wait_s = _wait_s(state) if isinstance(state, dict) else 0.0
+        if wait_s <= 0:
             return False  # no watcher, or none worth waiting for
         now = time.monotonic()
         if deadline is None:
             if not watcher_alive(lock_path):
                 return False
-            deadline = now + PENDING_WAIT_S
+            deadline = now + wait_s
         elif now >= deadline:
             return False
         time.sleep(_POLL_S)
