@@ -14,12 +14,13 @@ from kindling.masking.marker import MASK  # noqa: F401 - re-exported for the pat
 _LOOK_LIMIT = 16_384  # characters
 
 
-class _Lazy:
+class Lazy:
     """A pattern compiled the first time it is used: compiling all of them takes about 10 ms,
-    and most texts need only a few (a finder looks for its literal before its pattern)."""
+    and most texts need only a few. `literal`, when given, is in every match."""
 
-    def __init__(self, source: str, flags: int = 0) -> None:
+    def __init__(self, source: str, flags: int = 0, *, literal: str | None = None) -> None:
         self._args = (source, flags)
+        self.literal = literal
 
     def __getattr__(self, name: str):
         # Called only for what the instance lacks: after the first use, the compiled
@@ -29,14 +30,19 @@ class _Lazy:
             setattr(self, method, getattr(pattern, method))
         return getattr(pattern, name)
 
-    def may_match(self, text: str, literal: str) -> bool:
-        """Whether to run the pattern on `text`, given a `literal` every match contains.
+    def may_match(self, text: str) -> bool:
+        """Whether to run the pattern on `text`: False only when its literal is absent.
 
         Only an uncompiled pattern on a short text is worth the look: a compiled one finds
         its literal itself about as fast as `in` does, and on a long text, compiling once
         costs less than looking on every call.
         """
-        return "finditer" in self.__dict__ or len(text) > _LOOK_LIMIT or literal in text
+        return (
+            self.literal is None
+            or "finditer" in self.__dict__
+            or len(text) > _LOOK_LIMIT
+            or self.literal in text
+        )
 
 
 # A name holds a credential when it ends in one of these words: GITHUB_TOKEN, db_password,
@@ -80,7 +86,7 @@ _KEY = (
 )
 # A whole name (a JSON key, an option) that ends in a credential word; `bypass`, `tokens`
 # and `token_count` do not.
-CREDENTIAL_KEY = _Lazy(rf"{_KEY}\Z", re.IGNORECASE)
+CREDENTIAL_KEY = Lazy(rf"{_KEY}\Z", re.IGNORECASE)
 
 # The auth scheme in `Authorization: Bearer <value>` stays readable; only the value is masked.
 SCHEME = r"(?:(?:Bearer|Basic|Token|Bot|Digest|Negotiate|NTLM)[ \t]+)?"
@@ -110,19 +116,20 @@ _KEY_REVERSED = (
 )
 # One pattern per separator: a pattern that starts with one literal character is found by a
 # fast scan, a character class is not.
-SEPARATORS_REVERSED = tuple(_Lazy(sep + _KEY_REVERSED, re.IGNORECASE) for sep in "=:")
-ASSIGNED_VALUE = _Lazy(rf"[ \t]*{SCHEME}{VALUE}", re.IGNORECASE)
+SEPARATORS_REVERSED = tuple(Lazy(sep + _KEY_REVERSED, re.IGNORECASE, literal=sep) for sep in "=:")
+ASSIGNED_VALUE = Lazy(rf"[ \t]*{SCHEME}{VALUE}", re.IGNORECASE)
 # What follows a separator when the value is on the next line: `password:` then an indented
 # line, `TOKEN=\` then a line, or a YAML block scalar `secret: |`.
-LINE_END = _Lazy(r"[ \t]*(?P<cont>\\)?(?:\r?\n|\Z)")
-BLOCK_SCALAR = _Lazy(r"[ \t]*[|>][+-]?[0-9]?[ \t]*(?:\r?\n|\Z)")
-NEXT_LINE_VALUE = _Lazy(r"(?P<indent>[ \t]*)(?P<value>[^\s#\-{\[][^\s]*)[ \t]*(?:\r?\n|\Z)")
+LINE_END = Lazy(r"[ \t]*(?P<cont>\\)?(?:\r?\n|\Z)")
+BLOCK_SCALAR = Lazy(r"[ \t]*[|>][+-]?[0-9]?[ \t]*(?:\r?\n|\Z)")
+NEXT_LINE_VALUE = Lazy(r"(?P<indent>[ \t]*)(?P<value>[^\s#\-{\[][^\s]*)[ \t]*(?:\r?\n|\Z)")
 
 # `--password hunter2`, `--github-token ghp_...`; whether the option names a credential is
 # checked on the name afterwards, which is cheaper than trying every key inside the pattern.
-FLAG = _Lazy(
+FLAG = Lazy(
     rf"--(?<![A-Za-z0-9_-]--)(?P<name>[A-Za-z][A-Za-z0-9_-]*)[ \t]+(?!-){SCHEME}{VALUE}",
     re.IGNORECASE,
+    literal="--",
 )
 # Short options that take a password only in the commands that define them so: `-p` is a
 # port for ssh and "parents" for mkdir. mysql reads `-pPASS` attached; a lone `-p` prompts.
@@ -133,115 +140,123 @@ _SHORT_VALUE = (
 # The password option after a registry login: found from the literal word `login`, then
 # the command before it and the option after it are checked. (`twine upload -p` carries a
 # PyPI token, which the token pattern finds anywhere.)
-LOGIN_WORD = _Lazy(r"login\b")
-LOGIN_COMMAND = _Lazy(
+LOGIN_WORD = Lazy(r"login\b", literal="login")
+LOGIN_COMMAND = Lazy(
     r"(?<![A-Za-z0-9_-])(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry)[ \t]+\Z"
 )
-LOGIN_PASSWORD = _Lazy(r"[^\n;|&]{0,200}?[ \t]-p(?:[ \t]+|(?=[^\s-]))" + _SHORT_VALUE)
-SSHPASS = _Lazy(r"sshpass\b[^\n;|&]{0,100}?[ \t]-p[ \t]*" + _SHORT_VALUE)
+LOGIN_PASSWORD = Lazy(r"[^\n;|&]{0,200}?[ \t]-p(?:[ \t]+|(?=[^\s-]))" + _SHORT_VALUE)
+SSHPASS = Lazy(r"sshpass\b[^\n;|&]{0,100}?[ \t]-p[ \t]*" + _SHORT_VALUE, literal="sshpass")
 MYSQL = tuple(
-    _Lazy(
+    Lazy(
         rf"{name}(?<![A-Za-z0-9_-]{name})(?:dump|admin|import|check|-dump)?\b"
-        r"[^\n;|&]{0,200}?[ \t]-p" + _SHORT_VALUE
+        r"[^\n;|&]{0,200}?[ \t]-p" + _SHORT_VALUE,
+        literal=name,
     )
     for name in ("mysql", "mariadb")
 )
 # `curl -u user:password` and `--user 'user:password'`: only the password goes.
-CURL_USER = _Lazy(
+CURL_USER = Lazy(
     r"curl\b[^\n;|&]{0,300}?[ \t](?:-u|--user)(?:[ \t]*|=)(?P<q>['\"]?)[^\s:'\"]*:"
-    r"(?P<secret>[^\s'\"`]+)"
+    r"(?P<secret>[^\s'\"`]+)",
+    literal="curl",
 )
 
 # The whole block, or everything after an unterminated BEGIN line: a partial key is a key.
-PEM = _Lazy(
+PEM = Lazy(
     r"-----BEGIN (?P<label>(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----"
-    r"[\s\S]*?(?:-----END (?P=label)-----|\Z)"
+    r"[\s\S]*?(?:-----END (?P=label)-----|\Z)",
+    literal="-----BEGIN ",
 )
 # An END line whose BEGIN was cut off: the base64 lines above it are found by walking back.
-PEM_END = _Lazy(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
-PEM_LINE = _Lazy(r"[A-Za-z0-9+/=]+")
-PEM_TAIL = _Lazy(r"[A-Za-z0-9+/=]{16,}\Z")
+PEM_END = Lazy(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", literal="-----END ")
+PEM_LINE = Lazy(r"[A-Za-z0-9+/=]+")
+PEM_TAIL = Lazy(r"[A-Za-z0-9+/=]{16,}\Z")
 
 # `scheme://user:password@host`; the password runs to the last `@` before the path.
-URL_CREDENTIALS = _Lazy(r"://[^\s/?#@:\"'<>]*:(?P<secret>[^\s/?#\"'<>]+)@")
-SLACK_WEBHOOK = _Lazy(r"hooks\.slack\.com/services/(?P<secret>T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+)")
-# Each starts with its literal prefix (paired with it here: a text without it skips the
-# pattern) and checks the character before it afterwards, so it is found by a fast substring
-# search.
+URL_CREDENTIALS = Lazy(r"://[^\s/?#@:\"'<>]*:(?P<secret>[^\s/?#\"'<>]+)@", literal="://")
+SLACK_WEBHOOK = Lazy(
+    r"hooks\.slack\.com/services/(?P<secret>T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+)",
+    literal="hooks.slack.com/",
+)
+# Each starts with its literal prefix and checks the character before it afterwards, so it
+# is found by a fast substring search (and a text without the prefix skips the pattern).
 _B = r"(?![A-Za-z0-9_-])"
 KNOWN_TOKENS = (
-    ("sk-", _Lazy(r"sk-(?<![A-Za-z0-9_-]sk-)[A-Za-z0-9_-]{16,}")),
-    ("xox", _Lazy(r"xox(?<![A-Za-z0-9_-]xox)[abposr]-[A-Za-z0-9-]{10,}")),
-    ("xapp-", _Lazy(r"xapp-(?<![A-Za-z0-9_-]xapp-)[A-Za-z0-9-]{10,}")),
-    ("gh", _Lazy(r"gh(?<![A-Za-z0-9_-]gh)[pousr]_[A-Za-z0-9]{20,}")),
-    ("github_pat_", _Lazy(r"github_pat_(?<![A-Za-z0-9_-]github_pat_)[A-Za-z0-9_]{20,}")),
-    ("AKIA", _Lazy(r"AKIA(?<![A-Za-z0-9]AKIA)[A-Z0-9]{16}(?![A-Za-z0-9])")),
-    ("ASIA", _Lazy(r"ASIA(?<![A-Za-z0-9]ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")),
-    ("whsec_", _Lazy(r"whsec_(?<![A-Za-z0-9_-]whsec_)[A-Za-z0-9]{20,}")),
-    ("AIza", _Lazy(r"AIza(?<![A-Za-z0-9_-]AIza)[A-Za-z0-9_-]{35}" + _B)),
-    ("glpat-", _Lazy(r"glpat-(?<![A-Za-z0-9_-]glpat-)[A-Za-z0-9_-]{20,}")),
-    ("hf_", _Lazy(r"hf_(?<![A-Za-z0-9_-]hf_)[A-Za-z0-9]{30,}" + _B)),
-    ("npm_", _Lazy(r"npm_(?<![A-Za-z0-9_-]npm_)[A-Za-z0-9]{36}" + _B)),
-    ("pypi-", _Lazy(r"pypi-(?<![A-Za-z0-9_-]pypi-)AgE[A-Za-z0-9_-]{50,}")),
-    ("SG.", _Lazy(r"SG\.(?<![A-Za-z0-9_.-]SG\.)[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + _B)),
+    Lazy(r"sk-(?<![A-Za-z0-9_-]sk-)[A-Za-z0-9_-]{16,}", literal="sk-"),
+    Lazy(r"xox(?<![A-Za-z0-9_-]xox)[abposr]-[A-Za-z0-9-]{10,}", literal="xox"),
+    Lazy(r"xapp-(?<![A-Za-z0-9_-]xapp-)[A-Za-z0-9-]{10,}", literal="xapp-"),
+    Lazy(r"gh(?<![A-Za-z0-9_-]gh)[pousr]_[A-Za-z0-9]{20,}", literal="gh"),
+    Lazy(r"github_pat_(?<![A-Za-z0-9_-]github_pat_)[A-Za-z0-9_]{20,}", literal="github_pat_"),
+    Lazy(r"AKIA(?<![A-Za-z0-9]AKIA)[A-Z0-9]{16}(?![A-Za-z0-9])", literal="AKIA"),
+    Lazy(r"ASIA(?<![A-Za-z0-9]ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])", literal="ASIA"),
+    Lazy(r"whsec_(?<![A-Za-z0-9_-]whsec_)[A-Za-z0-9]{20,}", literal="whsec_"),
+    Lazy(r"AIza(?<![A-Za-z0-9_-]AIza)[A-Za-z0-9_-]{35}" + _B, literal="AIza"),
+    Lazy(r"glpat-(?<![A-Za-z0-9_-]glpat-)[A-Za-z0-9_-]{20,}", literal="glpat-"),
+    Lazy(r"hf_(?<![A-Za-z0-9_-]hf_)[A-Za-z0-9]{30,}" + _B, literal="hf_"),
+    Lazy(r"npm_(?<![A-Za-z0-9_-]npm_)[A-Za-z0-9]{36}" + _B, literal="npm_"),
+    Lazy(r"pypi-(?<![A-Za-z0-9_-]pypi-)AgE[A-Za-z0-9_-]{50,}", literal="pypi-"),
+    Lazy(r"SG\.(?<![A-Za-z0-9_.-]SG\.)[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + _B, literal="SG."),
     # A JWT: base64url of `{"` twice (header and payload), then a signature that may be empty.
-    (
-        "eyJ",
-        _Lazy(r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
+    Lazy(
+        r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
+        literal="eyJ",
     ),
 )
 # Stripe secret and restricted keys: found from `k_live_`/`k_test_`, the `s` or `r` before
 # it is checked afterwards.
-STRIPE = _Lazy(r"k_(?:live|test)_[A-Za-z0-9]{16,}")
+STRIPE = Lazy(r"k_(?:live|test)_[A-Za-z0-9]{16,}", literal="k_")
 # Discord: base64 of the numeric bot id, a 6-character timestamp, then the HMAC. The middle
 # is searched (it starts with a literal dot), then the id part is checked before it.
-DISCORD_TAIL = _Lazy(r"\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}" + _B)
-DISCORD_HEAD = _Lazy(r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\Z")
+DISCORD_TAIL = Lazy(r"\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}" + _B, literal=".")
+DISCORD_HEAD = Lazy(r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\Z")
 # Telegram: the bot's numeric id, a colon, then 35 characters starting with "AA".
-TELEGRAM = _Lazy(r":AA[A-Za-z0-9_-]{33}" + _B)
-TELEGRAM_ID = _Lazy(r"(?<![0-9])[0-9]{8,10}\Z")  # also in a URL: `/bot<id>:AA...`
+TELEGRAM = Lazy(r":AA[A-Za-z0-9_-]{33}" + _B, literal=":AA")
+TELEGRAM_ID = Lazy(r"(?<![0-9])[0-9]{8,10}\Z")  # also in a URL: `/bot<id>:AA...`
 
 # A bare AWS secret access key has no prefix: it counts next to its AKIA id or after the
 # label `aws configure` prints (`AWS Secret Access Key [None]: `). Both letter cases are
 # required, which keeps out hex digests.
 AWS_KEY_IDS = tuple(
-    _Lazy(prefix + rf"(?<![A-Za-z0-9]{prefix})[A-Z0-9]{{16}}(?![A-Za-z0-9])")
+    Lazy(prefix + rf"(?<![A-Za-z0-9]{prefix})[A-Z0-9]{{16}}(?![A-Za-z0-9])", literal=prefix)
     for prefix in ("AKIA", "ASIA")
 )
-AWS_SECRET = _Lazy(
+AWS_SECRET = Lazy(
     r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[A-Z])"
     r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
 )
 AWS_NEAR = 200
-AWS_SECRET_LABEL = _Lazy(
-    r"AWS Secret Access Key(?: \[[^\]\n]{0,40}\])?:[ \t]*(?P<secret>[A-Za-z0-9/+]{40})"
+AWS_SECRET_LABEL = Lazy(
+    r"AWS Secret Access Key(?: \[[^\]\n]{0,40}\])?:[ \t]*(?P<secret>[A-Za-z0-9/+]{40})",
+    literal="AWS Secret Access Key",
 )
 
 # A standalone `Bearer <value>` is masked only when the value looks like a token (a digit,
 # or 20+ characters), so prose such as "send the Bearer token" stays as written.
-BEARER = _Lazy(
+BEARER = Lazy(
     r"Bearer(?<![A-Za-z0-9_-]Bearer)[ \t]+"
-    r"(?P<secret>(?=[A-Za-z0-9._~+/-]*[0-9]|[A-Za-z0-9._~+/-]{20})[A-Za-z0-9._~+/-]+=*)"
+    r"(?P<secret>(?=[A-Za-z0-9._~+/-]*[0-9]|[A-Za-z0-9._~+/-]{20})[A-Za-z0-9._~+/-]+=*)",
+    literal="Bearer",
 )
-BASIC = _Lazy(
-    r"Basic(?<![A-Za-z0-9_-]Basic)[ \t]+(?P<secret>[A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])"
+BASIC = Lazy(
+    r"Basic(?<![A-Za-z0-9_-]Basic)[ \t]+(?P<secret>[A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])",
+    literal="Basic",
 )
 # Quoted content that is a mask plus the line breaks around it, as a PEM block leaves it.
-MASK_ONLY = _Lazy(r"(?:\s|\\[nrt])*\[REDACTED\](?:\s|\\[nrt])*")
+MASK_ONLY = Lazy(r"(?:\s|\\[nrt])*\[REDACTED\](?:\s|\\[nrt])*")
 
 # Values that are code, not secrets: a reference to a variable or a template, a call, a
 # subscript, an attribute path, a type, a placeholder.
-REFERENCE = _Lazy(r"\$[A-Za-z_{(]|\{\{|%[A-Za-z_][A-Za-z0-9_]*%|<[^<>\n]{1,60}>")
-DOTTED_NAME = _Lazy(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+")
-CALL = _Lazy(r"[A-Za-z_$][A-Za-z0-9_$.]*[(\[]")
-NAME = _Lazy(r"[A-Za-z_][A-Za-z0-9_]*")
-NAME_CHARS = _Lazy(r"[A-Za-z0-9_.-]*")
-PLACEHOLDER = _Lazy(r"\.{3,}|\*{3,}|[xX]{3,}|…")
+REFERENCE = Lazy(r"\$[A-Za-z_{(]|\{\{|%[A-Za-z_][A-Za-z0-9_]*%|<[^<>\n]{1,60}>")
+DOTTED_NAME = Lazy(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+")
+CALL = Lazy(r"[A-Za-z_$][A-Za-z0-9_$.]*[(\[]")
+NAME = Lazy(r"[A-Za-z_][A-Za-z0-9_]*")
+NAME_CHARS = Lazy(r"[A-Za-z0-9_.-]*")
+PLACEHOLDER = Lazy(r"\.{3,}|\*{3,}|[xX]{3,}|…")
 # Counts, ratios and durations: `refresh_token: 3 failed`, `pass: 12/12`, `auth: 35ms`.
-SHORT_NUMBER = _Lazy(r"[0-9]{1,3}(?:/[0-9]{1,5})?|[0-9]+(?:\.[0-9]+)?(?:ms|s|%)")
-PATH = _Lazy(r"(?:~|\.{1,2})?(?:/[A-Za-z0-9_.@-]+)+/?")
-FILE_SUFFIX = _Lazy(r"\.[a-z]{2,5}\Z")
-SCHEME_ONLY = _Lazy(r"(?:bearer|basic|token|bot)\s*", re.IGNORECASE)
+SHORT_NUMBER = Lazy(r"[0-9]{1,3}(?:/[0-9]{1,5})?|[0-9]+(?:\.[0-9]+)?(?:ms|s|%)")
+PATH = Lazy(r"(?:~|\.{1,2})?(?:/[A-Za-z0-9_.@-]+)+/?")
+FILE_SUFFIX = Lazy(r"\.[a-z]{2,5}\Z")
+SCHEME_ONLY = Lazy(r"(?:bearer|basic|token|bot)\s*", re.IGNORECASE)
 NOT_SECRETS = frozenset(
     (
         "true",

@@ -155,14 +155,14 @@ def _not_an_assignment(view: str, reversed_view: str, sep: int, key_start: int) 
 
 
 def _assignments(view: str) -> Iterator[Span]:
-    if "=" not in view and ":" not in view:
+    separators = [pattern for pattern in p.SEPARATORS_REVERSED if pattern.may_match(view)]
+    if not separators:
         return
     reversed_view, length = view[::-1], len(view)
     # A hit in the reversed text ends at a separator; the value starts right after it.
     found = sorted(
         (length - m.start(), length - m.end())
-        for sep, pattern in zip("=:", p.SEPARATORS_REVERSED, strict=True)
-        if pattern.may_match(view, sep)
+        for pattern in separators
         for m in pattern.finditer(reversed_view)
     )
     done = 0
@@ -186,7 +186,7 @@ def _assignments(view: str) -> Iterator[Span]:
 
 
 def _flags(view: str) -> Iterator[Span]:
-    if not p.FLAG.may_match(view, "--"):
+    if not p.FLAG.may_match(view):
         return
     for m in p.FLAG.finditer(view):
         if p.CREDENTIAL_KEY.search(m.group("name")):
@@ -196,19 +196,14 @@ def _flags(view: str) -> Iterator[Span]:
 
 
 def _group_spans(
-    view: str,
-    patterns: tuple[tuple[str, re.Pattern[str]], ...],
-    group: str | None = None,
-    code: bool = False,
+    view: str, patterns: tuple[p.Lazy, ...], group: str | None = None, code: bool = False
 ) -> Iterator[Span]:
     """The span of `group` (or of whichever group matched) in each match of `patterns`.
 
-    Each pattern comes with a literal every match of it contains: without that literal in
-    the text, the pattern is not even compiled. With `code`, a value that reads as code or a
-    placeholder (`$PASS`, `X`) is left alone.
+    With `code`, a value that reads as code or a placeholder (`$PASS`, `X`) is left alone.
     """
-    for literal, pattern in patterns:
-        if not pattern.may_match(view, literal):
+    for pattern in patterns:
+        if not pattern.may_match(view):
             continue
         for m in pattern.finditer(view):
             name = group or m.lastgroup
@@ -225,7 +220,7 @@ def _group_spans(
 
 
 def _pem_without_begin(view: str) -> Iterator[Span]:
-    if not p.PEM_END.may_match(view, "-----END "):
+    if not p.PEM_END.may_match(view):
         return
     for m in p.PEM_END.finditer(view):
         start = cur = m.start()
@@ -258,20 +253,18 @@ def _break_before(view: str, pos: int) -> int | None:
 
 
 def _commands(view: str) -> Iterator[Span]:
-    for m in p.LOGIN_WORD.finditer(view) if p.LOGIN_WORD.may_match(view, "login") else ():
+    for m in p.LOGIN_WORD.finditer(view) if p.LOGIN_WORD.may_match(view) else ():
         if p.LOGIN_COMMAND.search(view, max(0, m.start() - 40), m.start()):
             found = p.LOGIN_PASSWORD.match(view, m.end())
             if found and found.group(found.lastgroup) != MASK:
                 start, end = found.span(found.lastgroup)
                 if found.lastgroup != "bare" or not _is_code(view, start, end):
                     yield start, end
-    yield from _group_spans(
-        view, (("sshpass", p.SSHPASS), *zip(("mysql", "mariadb"), p.MYSQL, strict=True)), code=True
-    )
+    yield from _group_spans(view, (p.SSHPASS, *p.MYSQL), code=True)
 
 
 def _discord(view: str) -> Iterator[Span]:
-    if not p.DISCORD_TAIL.may_match(view, "."):
+    if not p.DISCORD_TAIL.may_match(view):
         return
     for m in p.DISCORD_TAIL.finditer(view):
         head = p.DISCORD_HEAD.search(view, max(0, m.start() - 28), m.start())
@@ -280,7 +273,7 @@ def _discord(view: str) -> Iterator[Span]:
 
 
 def _telegram(view: str) -> Iterator[Span]:
-    if not p.TELEGRAM.may_match(view, ":AA"):
+    if not p.TELEGRAM.may_match(view):
         return
     for m in p.TELEGRAM.finditer(view):
         bot_id = p.TELEGRAM_ID.search(view, max(0, m.start() - 10), m.start())
@@ -292,8 +285,8 @@ def _aws_secrets(view: str) -> Iterator[Span]:
     scanned = 0  # windows overlap: each stretch is searched once (less a key's length)
     ids = sorted(
         (m.start(), m.end())
-        for prefix, pattern in zip(("AKIA", "ASIA"), p.AWS_KEY_IDS, strict=True)
-        if pattern.may_match(view, prefix)
+        for pattern in p.AWS_KEY_IDS
+        if pattern.may_match(view)
         for m in pattern.finditer(view)
     )
     for id_start, id_end in ids:
@@ -302,13 +295,13 @@ def _aws_secrets(view: str) -> Iterator[Span]:
         for secret in p.AWS_SECRET.finditer(view, lo, hi):
             yield secret.span()
         scanned = hi
-    yield from _group_spans(view, (("AWS Secret Access Key", p.AWS_SECRET_LABEL),), "secret")
+    yield from _group_spans(view, (p.AWS_SECRET_LABEL,), "secret")
 
 
 def _basic(view: str) -> Iterator[Span]:
     # Basic credentials are base64 of `user:password`; prose after "Basic" does not decode so.
     # A declined match is searched again one character on: "Basic Basic <credential>".
-    if not p.BASIC.may_match(view, "Basic"):
+    if not p.BASIC.may_match(view):
         return
     import base64  # here: most texts never say "Basic"
     import binascii
@@ -332,12 +325,11 @@ def _token_char(char: str) -> bool:
 
 
 def _known_tokens(view: str) -> Iterator[Span]:
-    for prefix, pattern in p.KNOWN_TOKENS:
-        if pattern.may_match(view, prefix):
+    for pattern in p.KNOWN_TOKENS:
+        if pattern.may_match(view):
             for m in pattern.finditer(view):
                 yield m.span()
-    stripe = p.STRIPE.may_match(view, "k_live_") or p.STRIPE.may_match(view, "k_test_")
-    for m in p.STRIPE.finditer(view) if stripe else ():
+    for m in p.STRIPE.finditer(view) if p.STRIPE.may_match(view) else ():
         start = m.start() - 1
         if start >= 0 and view[start] in "sr" and (start == 0 or not _token_char(view[start - 1])):
             yield start, m.end()
@@ -350,12 +342,8 @@ def find_spans(view: str) -> list[Span]:
         *_assignments(view),
         *_flags(view),
         *_commands(view),
-        *_group_spans(
-            view, (("curl", p.CURL_USER), ("://", p.URL_CREDENTIALS)), "secret", code=True
-        ),
-        *_group_spans(
-            view, (("hooks.slack.com/", p.SLACK_WEBHOOK), ("Bearer", p.BEARER)), "secret"
-        ),
+        *_group_spans(view, (p.CURL_USER, p.URL_CREDENTIALS), "secret", code=True),
+        *_group_spans(view, (p.SLACK_WEBHOOK, p.BEARER), "secret"),
         *_known_tokens(view),
         *_telegram(view),
         *_aws_secrets(view),
@@ -395,9 +383,7 @@ def _mask_once(text: str) -> tuple[str, int, list[tuple[int, bool]]]:
     """
     # A private key block goes first, whole, so that nothing else masks a piece of it and a
     # quoted key such as `"-----BEGIN ...-----\n"` keeps its quotes and trailing escape.
-    blocks = (
-        [m.span() for m in p.PEM.finditer(text)] if p.PEM.may_match(text, "-----BEGIN ") else []
-    )
+    blocks = [m.span() for m in p.PEM.finditer(text)] if p.PEM.may_match(text) else []
     if blocks:
         text = _join(text, blocks)
     spans = find_spans(_view(text))
