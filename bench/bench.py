@@ -159,7 +159,30 @@ def bare_walk(objects: Path) -> int:
 
 
 def process(args: list[str], env: dict) -> None:
-    subprocess.run(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    # Run outside the checkout, so that `python -m kindling` is the installed package.
+    subprocess.run(
+        args,
+        env=env,
+        cwd=env.get("HOME"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        check=True,
+    )
+
+
+def installed_python(out: Path) -> str:
+    """A Python with Kindling installed from this checkout as users install it: a venv under
+    `out` with a regular (not editable) install, so no development import hooks load at start.
+    """
+    venv = out / "venv"
+    python = venv / "bin" / "python"
+    pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([*pip, str(ROOT)], check=True)
+    else:  # this checkout's code, every run
+        subprocess.run([*pip, "--no-deps", "--force-reinstall", str(ROOT)], check=True)
+    return str(python)
 
 
 # ---------------------------------------------------------------- measurements
@@ -301,9 +324,9 @@ def measure_size(n: int, args, table: Table, env: dict) -> None:
     real = build_store(out / f"realistic-{n}", realistic(n), args.fresh)
     bad = build_store(out / f"worst-{n}", worst(n), args.fresh)
     runs = args.runs if n < 100_000 else max(3, args.runs // 2)
-    floor_cmd = [sys.executable, "-c", "import click, orjson, sqlite3"]
-    bare_cmd = [sys.executable, "-c", "import orjson, sqlite3"]  # the same without click
-    kindling = [sys.executable, "-m", "kindling"]
+    floor_cmd = [args.python, "-c", "import click, orjson, sqlite3"]
+    bare_cmd = [args.python, "-c", "import orjson, sqlite3"]  # the same without click
+    kindling = [args.python, "-m", "kindling"]
 
     for store in (real, bad):
         with _opened(store) as ix:
@@ -412,7 +435,9 @@ def measure_size(n: int, args, table: Table, env: dict) -> None:
     )
 
     # Agent paths (hooks, log --session, search) with the watcher Kindling starts itself.
-    bench_agents.measure(n, realistic(n), table, max(runs, 5), Path(args.out), env, args.fresh)
+    bench_agents.measure(
+        n, realistic(n), table, max(runs, 5), Path(args.out), env, args.fresh, args.python
+    )
 
 
 def _simulated_watcher_search(store, store_env, env, kindling, floor_cmd, runs):
@@ -470,9 +495,17 @@ def run(measure, default_sizes: str, description: str) -> None:
     parser.add_argument("--out", default=str(ROOT / "bench" / "out"))
     parser.add_argument("--fresh", action="store_true", help="rebuild the stores")
     parser.add_argument("--markdown", help="also write the table to this file")
+    parser.add_argument(
+        "--python",
+        help="the Python that runs Kindling's processes and their floors (default: a venv "
+        "under --out with Kindling installed from this checkout, as users install it)",
+    )
     args = parser.parse_args()
     Path(args.out).mkdir(parents=True, exist_ok=True)
+    if args.python is None:
+        args.python = installed_python(Path(args.out))
     home = Path(args.out) / "home"
+    home.mkdir(exist_ok=True)
     # No background watcher unless a row asks for one (the agent rows do, by design).
     env = dict(
         os.environ,
@@ -481,11 +514,13 @@ def run(measure, default_sizes: str, description: str) -> None:
         XDG_CACHE_HOME=str(home / ".cache"),
         KINDLING_AUTOWATCH="0",
     )
-    os.environ.update(KINDLING_NOW=str(NOW))
+    # This process opens the same indexes as the processes it times: the same home, so the
+    # same index key (an index built under another key is not trusted, and is rebuilt).
+    os.environ.update(KINDLING_NOW=str(NOW), HOME=env["HOME"], XDG_CACHE_HOME=env["XDG_CACHE_HOME"])
     # Byte-compile first: with PYTHONDONTWRITEBYTECODE set, every process would otherwise
     # compile any module edited since its .pyc was written, and time that instead.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "kindling")], check=True)
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')} on {machine()}")
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')} on {machine()}; processes run {args.python}")
     table = Table()
     for n in (int(s) for s in args.sizes.split(",")):
         measure(n, args, table, env)

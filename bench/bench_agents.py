@@ -5,7 +5,9 @@ its open capsule in place (as the SessionStart hook leaves it), and real hook pa
 stdin. Nothing is started by hand: the first reader starts the background watcher, as a user's
 first command would, and the rows are measured once it has caught up. A row for that first
 call (no watcher yet) is measured too. Each figure sits next to the CLI floor
-(`python -c "import click, orjson, sqlite3"`) and the bare interpreter (`python -c pass`).
+(`python -c "import click, orjson, sqlite3"`) and the bare interpreter (`python -c pass`),
+all run by the same Python: by default a venv with Kindling installed from this checkout as
+users install it, since a development (editable) install adds an import hook to every start.
 
     python bench/bench_agents.py --sizes 1000,10000 --runs 9     # or through bench/bench.py
 """
@@ -111,14 +113,15 @@ def wait_caught_up(repo: Path, timeout: float = 600.0) -> None:
         time.sleep(0.1)
 
 
-def measure(n: int, rows, table, runs: int, out: Path, env: dict, fresh: bool) -> None:
-    """Add the agent-path rows for a store of n observations to `table`."""
+def measure(n: int, rows, table, runs: int, out: Path, env: dict, fresh: bool, python: str) -> None:
+    """Add the agent-path rows for a store of n observations to `table`; `python` runs
+    Kindling's processes and the floors."""
     repo = build(Path(out), n, rows, fresh)
     env = agent_env(env)
     os.environ["KINDLING_AUTOWATCH"] = "0"  # this process only looks; the CLI starts it
-    kindling = [sys.executable, "-m", "kindling"]
-    floor = [sys.executable, "-c", "import click, orjson, sqlite3"]
-    bare = [sys.executable, "-c", "pass"]
+    kindling = [python, "-m", "kindling"]
+    floor = [python, "-c", "import click, orjson, sqlite3"]
+    bare = [python, "-c", "pass"]
     hooks = {k: json.dumps(v).encode() for k, v in payloads(repo).items()}
 
     def floor_run() -> None:
@@ -233,15 +236,21 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "bench" / "out"))
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("--git", action="store_true", help="also time git on the largest store")
+    parser.add_argument(
+        "--python", help="the Python that runs the processes (default: an installed venv)"
+    )
     args = parser.parse_args()
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    python = args.python or bench.installed_python(Path(args.out))
     home = Path(args.out) / "home"
     env = dict(os.environ, HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"))
+    os.environ.update(HOME=env["HOME"], XDG_CACHE_HOME=env["XDG_CACHE_HOME"])  # one index key
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "kindling")], check=True)
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')} on {bench.machine()}")
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')} on {bench.machine()}; processes run {python}")
     table = bench.Table()
     sizes = [int(s) for s in args.sizes.split(",")]
     for n in sizes:
-        measure(n, bench.realistic(n), table, args.runs, Path(args.out), env, args.fresh)
+        measure(n, bench.realistic(n), table, args.runs, Path(args.out), env, args.fresh, python)
     print()
     print(table.text())
     print()

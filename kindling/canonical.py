@@ -7,11 +7,12 @@ on every machine, so a diff of the store shows only real changes.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from typing import Any
 
 import orjson
+
+from kindling import sha256
 
 _OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 _CONFLICT_PREFIXES = (b"<<<<<<<", b"=======", b">>>>>>>")
@@ -84,4 +85,4 @@ def loads(data: bytes | str) -> Any:
 
 def content_hash(data: bytes) -> str:
     """The hash the index records for a file's bytes."""
-    return hashlib.sha256(data).hexdigest()
+    return sha256.hexdigest(data)

@@ -12,11 +12,11 @@ file and then indexes it, so what was just written is found at once.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from kindling import sha256
 from kindling.clock import now_ms
 from kindling.errors import KindlingError, ValidationError
 from kindling.lookup import Lookup
@@ -147,7 +147,7 @@ class Capture:
         if session is None:
             return self.write("capsules", capsule, masked)
         # Serialise opens per session so two agents cannot both open one.
-        with self.store.locked("sessions", hashlib.sha256(session.encode()).hexdigest()):
+        with self.store.locked("sessions", sha256.hexdigest(session.encode())):
             existing = self.lookup.open_session_capsule(session)
             if existing is not None:
                 raise KindlingError(

@@ -13,14 +13,13 @@ This module never touches SQLite.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import stat as stat_module
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from kindling import canonical, platform
+from kindling import canonical, platform, sha256
 from kindling.errors import CorruptFileError, KindlingError
 from kindling.fileio import atomic_output, fsync_dir, is_entity_name, read_regular
 from kindling.model import ENTITY_TYPES, check_id, validate
@@ -67,7 +66,7 @@ class StoredFile(NamedTuple):
 
 def fanout(entity_id: str) -> str:
     """The two-hex-digit directory an id lives in."""
-    return hashlib.sha256(entity_id.encode("utf-8")).hexdigest()[:2]
+    return sha256.hexdigest(entity_id.encode("utf-8"))[:2]
 
 
 def _cache_home() -> Path:
@@ -198,7 +197,7 @@ class Store:
         """The index lives in the store, or in a per-user cache when the store is read-only."""
         if self.writable:
             return self.root / INDEX_NAME
-        key = hashlib.sha256(str(self.root.resolve()).encode()).hexdigest()[:16]
+        key = sha256.hexdigest(str(self.root.resolve()).encode())[:16]
         return _cache_home() / "kindling" / key / INDEX_NAME
 
     # ------------------------------------------------------------ reading

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from kindling.cli import cli
+from kindling.index import fsclock
 from kindling.store import Store
 
 # Off for the whole session, module-scoped fixtures and every subprocess included; the tests
@@ -19,6 +20,13 @@ os.environ["KINDLING_AUTOWATCH"] = "0"
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "fixtures"
+NOTHING_RACY = 2**63 - 1  # a filesystem clock past every stat time: all stat data trusted
+ALL_RACY = 0  # a clock still in every file's tick: no stat data trusted
+
+
+def pin_fs_clock(monkeypatch, racy_from: int) -> None:
+    """Make the racy rule read a fixed filesystem clock (kindling.index.fsclock)."""
+    monkeypatch.setattr(fsclock, "racy_from", lambda clock, objects: racy_from)
 
 
 @pytest.fixture(autouse=True)

@@ -7,14 +7,13 @@ import gzip
 import io
 import os
 import tempfile
-import time
 from functools import partial
 from pathlib import Path
 
 import entities
 import orjson
 import pytest
-from conftest import FIXTURES, run_kindling
+from conftest import ALL_RACY, FIXTURES, NOTHING_RACY, pin_fs_clock, run_kindling
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -184,9 +183,10 @@ def test_the_import_is_indexed_as_written_without_a_sync(other, monkeypatch):
 
 def test_files_unchanged_since_their_rename_are_recorded_without_a_read_back(other, monkeypatch):
     monkeypatch.setattr(index_db, "read_file_at", lambda *a, **k: pytest.fail("read back"))
+    pin_fs_clock(monkeypatch, ALL_RACY)
     import_bundle(other, EXAMPLE.read_bytes())
     assert [o["id"] for o in other.index.entities("observations")] == [EXAMPLE_OBS]
-    # Recorded within the racy window of their write: the next sync reads them again.
+    # Recorded within the clock tick of their write: the next sync reads them again.
     assert {row[0] for row in other.index.conn.execute("SELECT statkey FROM files")} == {""}
 
 
@@ -201,17 +201,17 @@ def test_a_file_replaced_after_its_rename_is_read_back_and_the_disk_wins(other):
     assert found["content"] == "replaced at once"
 
 
-def test_a_recorded_file_past_the_racy_window_gets_a_trusted_stat_key(other, monkeypatch):
+def test_a_recorded_file_past_its_clock_tick_gets_a_trusted_stat_key(other, monkeypatch):
     renamed: list[os.stat_result] = []
     path, data = other.store.write("observations", observation("o-1"), renamed=renamed)
     paths = other.index.paths
     rel = paths.rel(path)
     entity = orjson.loads(data)
     key = bulk.identity(renamed[0])
+    pin_fs_clock(monkeypatch, max(renamed[0].st_mtime_ns, renamed[0].st_ctime_ns))
     read = bulk.written_read(paths, rel, "observations", data, entity, key)
     assert read is not None and read.statkey == "" and read.data == data
-    later = time.time_ns() + 3_000_000_000
-    monkeypatch.setattr(bulk.time, "time_ns", lambda: later)
+    pin_fs_clock(monkeypatch, NOTHING_RACY)  # the write's clock tick is over
     read = bulk.written_read(paths, rel, "observations", data, entity, key)
     assert read is not None and read.statkey.endswith(f":{renamed[0].st_ino}")
     with open(path, "ab") as fh:  # changed in place: the same inode, another size

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import entities
 import orjson
 import pytest
+from conftest import ALL_RACY, NOTHING_RACY, pin_fs_clock
 
 from kindling.bundle import recording
 from kindling.bundle.importer import ImportInterrupted, import_bundle
 from kindling.bundle.recording import THREAD_NAME, BackgroundRecorder
-from kindling.index import Index, bulk
+from kindling.index import Index, bulk, fsclock
 from kindling.memory import Memory
 from kindling.store import Store
 
 N = 7
-real_time_ns = time.time_ns
 
 
 def bundle_bytes(n: int = N) -> bytes:
@@ -160,7 +159,9 @@ def test_an_import_settles_the_stat_keys_of_files_past_the_racy_window(
 
     settle_many = Index.settle_many
     monkeypatch.setattr(Index, "settle_many", settle_later)
-    monkeypatch.setattr(bulk.time, "time_ns", lambda: real_time_ns() + 3_000_000_000 * len(later))
+    monkeypatch.setattr(
+        fsclock, "racy_from", lambda clock, objects: NOTHING_RACY if later else ALL_RACY
+    )
     with Memory(root) as memory:
         import_bundle(memory, bundle_bytes())
         keys = [row[0] for row in memory.index.conn.execute("SELECT statkey FROM files")]
@@ -176,13 +177,14 @@ def test_settling_gives_a_stat_key_only_to_a_file_unchanged_since_its_write(root
                 "observations", entities.observation(i), renamed=renamed
             )
             written.append(("observations", str(path), data, None, bulk.identity(renamed[0])))
+        pin_fs_clock(monkeypatch, ALL_RACY)
         memory.index.record_many(written)
         keys = memory.index.conn.execute("SELECT statkey FROM files ORDER BY path")
         assert [row[0] for row in keys] == ["", ""]  # just written: too recent to trust
         assert memory.index.settle_many(written) == 0
         with open(written[1][1], "ab") as fh:  # changed in place: same inode, another size
             fh.write(b" ")
-        monkeypatch.setattr(bulk.time, "time_ns", lambda: real_time_ns() + 3_000_000_000)
+        pin_fs_clock(monkeypatch, NOTHING_RACY)  # the write's clock tick is over
         assert memory.index.settle_many(written) == 1
         keys = dict(memory.index.conn.execute("SELECT path, statkey FROM files"))
         first, second = (memory.index.rel(w[1]) for w in written)

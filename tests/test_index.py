@@ -11,9 +11,10 @@ import sys
 import textwrap
 
 import pytest
+from conftest import NOTHING_RACY, pin_fs_clock
 from entities import NOW, capsule, observation, pin
 
-from kindling.index import Index, Problem
+from kindling.index import Index, Problem, handoff
 from kindling.index import schema as index_schema
 from kindling.index import sync as sync_module
 from kindling.store import Store, fanout
@@ -92,7 +93,7 @@ def walks(index: Index, monkeypatch) -> list[int]:
 
 def test_noop_sync_writes_nothing(store, index, monkeypatch):
     store.write("observations", observation(1))
-    monkeypatch.setattr(index_schema, "RACY_NS", -(10**18))  # nothing counts as too recent
+    pin_fs_clock(monkeypatch, NOTHING_RACY)
     index.sync()
     before = index.conn.total_changes
     walked = walks(index, monkeypatch)
@@ -101,18 +102,21 @@ def test_noop_sync_writes_nothing(store, index, monkeypatch):
     assert index.conn.total_changes == before  # ...and changed no row
 
 
-def test_racy_files_are_reread_until_old_enough(store, index, monkeypatch):
+def test_racy_files_are_reread_until_their_tick_is_over(store, index, monkeypatch):
     path, _ = store.write("observations", observation(1, "first"))
+    st = os.lstat(path)
+    # The filesystem's clock still reads the tick the file was written in.
+    pin_fs_clock(monkeypatch, max(st.st_mtime_ns, st.st_ctime_ns))
     index.sync()
     key = index.conn.execute("SELECT statkey FROM files").fetchone()[0]
-    assert key == ""  # written this very moment: its stat data cannot be trusted yet
+    assert key == ""  # its stat data cannot be trusted yet
     # An edit in the same timestamp tick can leave every stat field as it was; only
     # re-reading racy files catches it. Pretend the stat data is identical:
     path.write_bytes(path.read_bytes().replace(b"first", b"other"))
     assert index.sync().updated == 1
     assert index.get("obs-0001").entity["content"] == "other"
 
-    monkeypatch.setattr(index_schema, "RACY_NS", -(10**18))
+    pin_fs_clock(monkeypatch, NOTHING_RACY)  # the tick is over
     index.sync()
     key = index.conn.execute("SELECT statkey FROM files").fetchone()[0]
     st = os.lstat(path)
@@ -419,7 +423,7 @@ def test_verify_finds_disagreements(store, index):
 
 
 def test_readers_trust_a_live_caught_up_watcher(store, index, monkeypatch):
-    monkeypatch.setattr(index_schema, "RACY_NS", -(10**18))
+    pin_fs_clock(monkeypatch, NOTHING_RACY)
     a, _ = store.write("observations", observation(1, "one"))
     lock = open(index.watch_lock_path, "w")  # noqa: SIM115
     fcntl.flock(lock, fcntl.LOCK_EX)
@@ -496,7 +500,8 @@ def test_parallel_processes_sync_and_write_without_locking_errors(store, tmp_pat
     ix.close()
 
 
-def test_orphan_rows_are_swept(store, index):
+def test_orphan_rows_are_swept(store, index, monkeypatch):
+    pin_fs_clock(monkeypatch, NOTHING_RACY)  # folders skipped by their fingerprint when unchanged
     for n in range(3):
         store.write("observations", observation(n, "token"))
     index.sync()
@@ -545,3 +550,47 @@ def test_a_rebuild_keeps_the_watchers_published_state(store, index):
     index.rebuild()
     assert index.watcher_state() == state
     assert index.get("obs-0001") is not None
+
+
+def test_readers_wait_briefly_for_a_watcher_applying_a_batch(store, index, monkeypatch):
+    import threading
+
+    pin_fs_clock(monkeypatch, NOTHING_RACY)
+    store.write("observations", observation(1, "one"))
+    lock = open(index.watch_lock_path, "w")  # noqa: SIM115
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    watcher = Index(store)  # the watcher's own connection
+    me = os.getpid()
+    try:
+        watcher.set_watcher_state({"pid": me, "pending": True})
+        watcher.sync(trust_watcher=False)
+        walked = walks(index, monkeypatch)
+        # Applying a batch, done 50 ms later: the reader waits for it instead of walking.
+        watcher.set_watcher_state({"pid": me, "pending": True, "waitMs": 250})
+        done = threading.Timer(0.05, watcher.set_watcher_state, ({"pid": me, "pending": False},))
+        done.start()
+        index.sync()
+        done.join()
+        assert walked == []
+        # Still pending after the wait: the reader walks the store itself.
+        watcher.set_watcher_state({"pid": me, "pending": True, "waitMs": 50})
+        index.sync()
+        assert len(walked) == 1
+        # Starting, reconciling or waiting to retry (waitMs 0, or none): not waited for.
+        monkeypatch.setattr(handoff, "_POLL_S", 60)  # a wait would hang the test
+        for state in ({"pending": True, "waitMs": 0}, {"pending": True}):
+            watcher.set_watcher_state({"pid": me, **state})
+            index.sync()
+        assert len(walked) == 3
+        # A stale heartbeat is not waited for either.
+        watcher.set_watcher_state(
+            {"pid": me, "pending": True, "waitMs": 250, "heartbeatMs": 1, "staleAfterMs": 1}
+        )
+        index.sync()
+        assert len(walked) == 4
+    finally:
+        watcher.close()
+        lock.close()
+    index.set_watcher_state({"pid": me, "pending": True, "waitMs": 250})
+    index.sync()  # no live watcher holds the lock: nothing to wait for
+    assert len(walked) == 5

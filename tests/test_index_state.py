@@ -11,13 +11,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from conftest import NOTHING_RACY
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 
 from kindling import canonical
-from kindling.index import Index
-from kindling.index import schema as index_schema
+from kindling.index import Index, fsclock
 from kindling.search.retrieve import retrieve
 from kindling.store import Store
 
@@ -103,9 +103,9 @@ class IndexMachine(RuleBasedStateMachine):
         self.tmp = Path(tempfile.mkdtemp(prefix="kindling-state-"))
         self.store = Store.create(self.tmp / ".kindling")
         self.index = Index(self.store)
-        self.saved_racy = index_schema.RACY_NS
+        self.saved_clock = fsclock.racy_from
         if self.trust_stat:
-            index_schema.RACY_NS = -(10**18)
+            fsclock.racy_from = lambda clock, objects: NOTHING_RACY
         self.clock = itertools.count(1_000_000_000_000_000_000, 1_000)
 
     def teardown(self) -> None:
@@ -113,7 +113,7 @@ class IndexMachine(RuleBasedStateMachine):
             self.index.sync()
             self.check_equal_to_rebuild()
         finally:
-            index_schema.RACY_NS = self.saved_racy
+            fsclock.racy_from = self.saved_clock
             self.index.close()
             shutil.rmtree(self.tmp, ignore_errors=True)
 

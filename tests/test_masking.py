@@ -296,6 +296,25 @@ def test_corpus_has_every_secret_masked_and_every_look_alike_intact():
     )
 
 
+def test_skipping_patterns_whose_literal_is_absent_changes_nothing():
+    # Each pattern with a literal is skipped (not even compiled) when a short text lacks it;
+    # the answer must be what running every pattern gives.
+    import importlib
+
+    from kindling.masking import patterns
+
+    texts = [case.text for case in CORPUS] + [text for text, _ in EXACT] + PROSE
+    guarded = []
+    for text in texts:
+        importlib.reload(patterns)  # nothing compiled: every guard looks
+        guarded.append(mask_text_ungated(text))
+    for value in vars(patterns).values():
+        for lazy in value if isinstance(value, tuple) else (value,):
+            if isinstance(lazy, patterns.Lazy):
+                lazy.search("")  # compiled: no guard looks any more
+    assert [mask_text_ungated(text) for text in texts] == guarded
+
+
 def test_every_corpus_secret_passes_the_gate():
     # The gate may never turn away text that holds a secret, in any letter case.
     turned_away = [
@@ -692,6 +711,9 @@ PATHOLOGICAL_UNITS = [
     "pаssword=",
     "x" * 39 + ":",
 ]
+# Values that read as code are searched again for the assignments inside them: long runs of
+# such values must not make that quadratic.
+PATHOLOGICAL_UNITS += ["${pаssword=", "${password=", "$password=", "get_token(password="]
 BUDGET_S = 2.0  # per 100 KB input; measured runs take a small fraction of this
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -310,3 +311,28 @@ def test_search_imports_nothing_heavy(story):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip() == ""
+
+
+def test_an_index_row_no_check_foresaw_is_one_line_and_reindex_cures_it(story):
+    from kindling.index import Index
+
+    def kindling(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "kindling", "--store", str(story.root), *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "KINDLING_DEBUG": ""},
+        )
+
+    assert kindling("search", "auth").returncode == 0
+    index = Index(story)
+    with index.transaction() as conn:
+        conn.execute("UPDATE entities SET time = 'abc'")  # edited by hand: not what we write
+    index.close()
+    broken = kindling("search", "auth")
+    assert broken.returncode == 1
+    assert broken.stderr.count("\n") == 1 and "Traceback" not in broken.stderr
+    assert broken.stderr.startswith("Error: unexpected TypeError")
+    assert "kindling reindex --full" in broken.stderr
+    assert kindling("reindex", "--full").returncode == 0
+    assert kindling("search", "auth").returncode == 0

@@ -380,7 +380,8 @@ def test_pending_while_a_batch_is_applied_and_heartbeat_while_idle(
     real_refresh = Index.refresh
 
     def spy(self, paths):
-        during.append(self.watcher_state()["pending"])
+        state = self.watcher_state()
+        during.append((state["pending"], state["waitMs"]))
         return real_refresh(self, paths)
 
     monkeypatch.setattr(Index, "refresh", spy)
@@ -404,7 +405,9 @@ def test_pending_while_a_batch_is_applied_and_heartbeat_while_idle(
         clock.now += watch.HEARTBEAT_S + 0.5
 
     make(add, idle, idle, idle, clock=clock).run()
-    assert during == [True]
+    # Applying a batch of paths: readers may wait for it; starting (a full reconcile): not.
+    assert during == [(True, watch.REFRESH_WAIT_MS)]
+    assert published[0][1]["pending"] is True and published[0][1]["waitMs"] == 0
     assert [b["pending"] for b in beats] == [False, False, False]
     stamps = [b["heartbeatMs"] for b in beats]
     assert stamps == sorted(stamps)

@@ -78,8 +78,6 @@ def record_for(event: str, payload: dict) -> records.Record | None:
     return None
 
 
-
-
 def _answer(event: str, text: str | None) -> str | None:
     if not text:
         return None

@@ -71,6 +71,23 @@ class LazyGroup(click.Group):
 
             # Messages quote paths and stored text: shown inert, like all human output.
             raise click.ClickException(safe_text(_message(exc))) from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            if os.environ.get("KINDLING_DEBUG"):
+                raise
+            from kindling.terminal import safe_text
+
+            # A bug, or an index row no check foresaw: one line, never a traceback.
+            raise click.ClickException(safe_text(_unexpected(exc))) from None
+
+
+def _unexpected(exc: Exception) -> str:
+    detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    return (
+        f"unexpected {detail} (a bug in Kindling, or a damaged index: `kindling reindex "
+        "--full` rebuilds it from the files; KINDLING_DEBUG=1 shows the traceback)"
+    )
 
 
 def _message(exc: Exception) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import time
 
 from kindling import canonical
 from kindling.index import schema
@@ -91,12 +90,12 @@ def written_read(
     """A file Kindling wrote, from the bytes in hand: no read-back while its `identity` is the
     one taken right after its rename; None means read it back instead.
 
-    The stat key is judged against the time now, as a sync would: a file still inside the
-    racy window gets "" and the next sync reads it again.
+    The stat key is judged as a sync would: a file changed too recently to trust gets ""
+    and the next sync reads it again.
     """
     if not walkable(rel) or rel.split("/", 1)[0] != entity_type:
         return None
-    t0 = time.time_ns()
+    racy_from = paths.racy_from()  # before the stat it judges
     try:
         st = os.lstat(paths.abspath(rel))
     except OSError:
@@ -105,7 +104,8 @@ def written_read(
         return None
     stat = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
     digest = canonical.content_hash(data)
-    return FileRead(rel, entity_type, stat, trusted_stat_key(st, t0), digest, data, entity, None)
+    key = trusted_stat_key(st, racy_from)
+    return FileRead(rel, entity_type, stat, key, digest, data, entity, None)
 
 
 def settle(
@@ -116,7 +116,7 @@ def settle(
     """Give files recorded while too recent to trust (stat key "") their stat key, now that
     they may be older: each (rel, identity) only while the file on disk and its row still have
     the identity it was written with. Returns how many rows got a key."""
-    t0 = time.time_ns()
+    racy_from = paths.racy_from()  # before the stats it judges
     keys = []
     for rel, renamed in written:
         try:
@@ -125,7 +125,7 @@ def settle(
             continue
         if identity(st) != renamed:
             continue
-        key = trusted_stat_key(st, t0)
+        key = trusted_stat_key(st, racy_from)
         if key:
             ino, size, mtime_ns, ctime_ns = renamed
             keys.append((key, rel, size, mtime_ns, ctime_ns, ino))

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import gc
-import time
 from dataclasses import dataclass, field
 
+from kindling import sha256
 from kindling.index import handoff, schema
 from kindling.index.scan import buckets, read_entity_file, scan_folder, winning_rowid
 from kindling.index.schema import Problem, SyncReport
@@ -25,11 +25,12 @@ class _Rows:
 
 def build(syncer: Syncer, *, had_schema: bool, progress=None) -> SyncReport:
     """Replace every table from a fresh read of all files (inside the caller's transaction)."""
+    sha256.prefer_openssl()  # every file is hashed
     conn = syncer.conn
     old: dict[str, str] = {}
     if had_schema:
         old = dict(conn.execute("SELECT path, hash FROM files WHERE problem IS NULL"))
-    t0 = time.time_ns()
+    racy_from = syncer.paths.racy_from()
     dirs = None
     if handoff.watcher_alive(syncer.watch_lock):
         dirs = handoff.stat_dirs(syncer.paths.root)
@@ -39,7 +40,7 @@ def build(syncer: Syncer, *, had_schema: bool, progress=None) -> SyncReport:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        rows = _read_all(syncer, t0, old, report, progress)
+        rows = _read_all(syncer, racy_from, old, report, progress)
     finally:
         if collecting:
             gc.enable()
@@ -72,7 +73,7 @@ def build(syncer: Syncer, *, had_schema: bool, progress=None) -> SyncReport:
     conn.executemany("UPDATE entities SET shadowed = 1 WHERE rowid = ?", losers)
     schema.create_indexes(conn)
     if dirs is not None:
-        handoff.store_dirs(conn, dirs, t0, full=True)
+        handoff.store_dirs(conn, dirs, racy_from, full=True)
     conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")
     conn.execute("PRAGMA cache_size = -2000")  # SQLite's default again
     report.problems = syncer.problems()
@@ -80,10 +81,10 @@ def build(syncer: Syncer, *, had_schema: bool, progress=None) -> SyncReport:
 
 
 def _read_all(
-    syncer: Syncer, t0: int, old: dict[str, str], report: SyncReport, progress=None
+    syncer: Syncer, racy_from: int, old: dict[str, str], report: SyncReport, progress=None
 ) -> _Rows:
     """Read, hash and parse every file into rows for a rebuild, counting against `old`."""
-    recent = t0 - schema.RACY_NS
+    recent = racy_from
     rows = _Rows()
     file_rows, entity_rows, fts_rows, owners = rows.files, rows.entities, rows.fts, rows.owners
     fid = 0
@@ -98,7 +99,7 @@ def _read_all(
         for name, st in items:
             racy = racy or st.st_mtime_ns >= recent or st.st_ctime_ns >= recent
             rel = f"{rel_folder}/{name}"
-            read = read_entity_file(syncer.paths, rel, etype, st, t0)
+            read = read_entity_file(syncer.paths, rel, etype, st, racy_from)
             if read is None:
                 continue
             fid += 1
@@ -143,8 +144,9 @@ def verify(syncer: Syncer, index_path: str) -> list[Problem]:
             "LEFT JOIN entities e ON e.rowid = f.id"
         )
     }
+    racy_from = syncer.paths.racy_from()
     for rel, etype, st in syncer.files():
-        read = read_entity_file(syncer.paths, rel, etype, st, time.time_ns())
+        read = read_entity_file(syncer.paths, rel, etype, st, racy_from)
         if read is None:
             continue
         path = syncer.paths.abspath(rel)

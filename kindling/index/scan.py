@@ -4,16 +4,15 @@ fingerprints and whole-file reads. Only reads the files; never opens the databas
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 from kindling import canonical
 from kindling.errors import CorruptFileError, KindlingError
 from kindling.fileio import is_entity_name, read_whole
-from kindling.index import schema
+from kindling.index import fsclock, schema
 from kindling.index.schema import FileRead
 from kindling.model import ENTITY_TYPES
-from kindling.store import Store
+from kindling.store import LOCKS_DIRNAME, Store
 
 S_IFMT, S_IFREG = 0o170000, 0o100000  # file type bits of st_mode
 _MASK = (1 << 63) - 1  # fingerprints are kept as SQLite's signed 64-bit integers
@@ -27,9 +26,9 @@ def try_parse(entity_type: str, path: str, data: bytes) -> tuple[dict | None, st
         return None, exc.reason
 
 
-def trusted_stat_key(st: os.stat_result, t0: int) -> str:
+def trusted_stat_key(st: os.stat_result, racy_from: int) -> str:
     """The recorded form of a file's stat data; "" when too recent to trust (racy)."""
-    if max(st.st_mtime_ns, st.st_ctime_ns) >= t0 - schema.RACY_NS:
+    if max(st.st_mtime_ns, st.st_ctime_ns) >= racy_from:
         return ""
     return stat_key(st)
 
@@ -98,6 +97,11 @@ class ObjectPaths:
         self.objects = str(objects)
         self.root = Path(objects)
         self._cut = len(self.objects) + 1
+        self.clock = os.path.join(os.path.dirname(self.objects), LOCKS_DIRNAME, fsclock.CLOCK_NAME)
+
+    def racy_from(self) -> int:
+        """Stat times at or after this are too recent to trust (kindling.index.fsclock)."""
+        return fsclock.racy_from(self.clock, self.objects)
 
     def rel(self, path: str | os.PathLike) -> str:
         """A path under objects/ as the index records it (relative, '/'-separated)."""
@@ -124,7 +128,7 @@ def read_entity_file(
     rel: str,
     entity_type: str,
     st: os.stat_result,
-    t0: int,
+    racy_from: int,
     recorded_hash: str | None = None,
     known: tuple[bytes, dict] | None = None,
 ) -> FileRead | None:
@@ -148,7 +152,8 @@ def read_entity_file(
         elif recorded_hash != digest:
             entity, problem = try_parse(entity_type, path, data)
     stat = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-    return FileRead(rel, entity_type, stat, trusted_stat_key(st, t0), digest, data, entity, problem)
+    key = trusted_stat_key(st, racy_from)
+    return FileRead(rel, entity_type, stat, key, digest, data, entity, problem)
 
 
 def read_file_at(
@@ -157,11 +162,11 @@ def read_file_at(
     """Stat and read one file by its relative path; None when it is gone or not an entity file."""
     if not walkable(rel) or rel.split("/", 1)[0] != entity_type:
         return None
-    t0 = time.time_ns()
+    racy_from = paths.racy_from()  # before the stat it judges
     try:
         st = os.lstat(paths.abspath(rel))
     except (FileNotFoundError, NotADirectoryError):
         return None
     if st.st_mode & S_IFMT != S_IFREG:
         return None
-    return read_entity_file(paths, rel, entity_type, st, t0, known=known)
+    return read_entity_file(paths, rel, entity_type, st, racy_from, known=known)

@@ -16,13 +16,13 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat as stat_module
-import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from kindling import sha256
 from kindling.index import bulk, handoff, schema
 from kindling.index.read import problem_files
 from kindling.index.scan import (
@@ -47,7 +47,7 @@ CHUNK = 2_000  # files re-read and applied per write transaction
 class SyncPlan:
     """What a walk found to do: files to re-read, rows to drop, folder records to replace."""
 
-    t0: int
+    racy_from: int  # stat times at or after this are too recent to trust
     walked: int = 0
     changed: list[tuple[str, str, os.stat_result]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
@@ -95,10 +95,10 @@ class Syncer:
     def sync(self, *, trust_watcher: bool = True) -> SyncReport:
         """Trust a live, caught-up watcher and re-list moved folders; otherwise walk all."""
         lock = self.watch_lock
-        if trust_watcher and handoff.watcher_caught_up(handoff.watcher_state(self.conn), lock):
+        if trust_watcher and handoff.trusted_watcher(self.conn, lock):
             self.watcher = True
             handoff.mark_used(lock)
-            moved = handoff.moved_folders(self.conn, self.paths.root)
+            moved = handoff.moved_folders(self.conn, self.paths.objects)
             if moved is not None:
                 return self.sync_folders(*moved)
         return self.sync_all()
@@ -120,7 +120,7 @@ class Syncer:
 
     def sync_all(self) -> SyncReport:
         """Stat every entity file; re-read what differs; drop rows of vanished files."""
-        plan = SyncPlan(time.time_ns())
+        plan = SyncPlan(self.paths.racy_from())
         dirs = None
         self.watcher = handoff.watcher_alive(self.watch_lock)
         if self.watcher:
@@ -136,7 +136,7 @@ class Syncer:
 
     def sync_types(self, types: tuple[str, ...]) -> SyncReport:
         """Stat the files of these types only (capsules are few where observations are many)."""
-        plan = SyncPlan(time.time_ns())
+        plan = SyncPlan(self.paths.racy_from())
         recorded = {}
         for etype in types:
             where = "WHERE path > ? AND path < ?"  # '0' sorts right after '/'
@@ -151,7 +151,7 @@ class Syncer:
         self, moved: set[str], type_dirs: dict[str, int | None] | None = None
     ) -> SyncReport:
         """Reconcile only these fan-out folders (`<type>/<xx>`) with their recorded rows."""
-        plan = SyncPlan(time.time_ns(), within=set())
+        plan = SyncPlan(self.paths.racy_from(), within=set())
         dirs: dict[str, int | None] = dict(type_dirs or {})
         objects = self.paths.objects
         for rel_folder in sorted(moved):
@@ -188,7 +188,7 @@ class Syncer:
         )
         etype = rel_folder.split("/", 1)[0]
         pop = keys.pop
-        recent = plan.t0 - schema.RACY_NS
+        recent = plan.racy_from
         racy = False
         for name, st in items:
             rel = f"{rel_folder}/{name}"
@@ -207,12 +207,14 @@ class Syncer:
     def _reconcile(
         self, plan: SyncPlan, dirs: dict[str, int | None] | None, *, full: bool
     ) -> SyncReport:
-        t0 = plan.t0
-        dirs_moved = dirs is not None and handoff.dirs_differ(self.conn, dirs, t0)
+        racy_from = plan.racy_from
+        dirs_moved = dirs is not None and handoff.dirs_differ(self.conn, dirs, racy_from)
         if not plan.changed and not plan.removed and not plan.folders and not dirs_moved:
             problems = self.problems()
             quiet = self._walked_problems(problems, plan.within, ())
             return SyncReport(unchanged=plan.walked - quiet, problems=problems)
+        if len(plan.changed) >= sha256.BULK:
+            sha256.prefer_openssl()
         removed = list(plan.removed)
         changed = plan.changed
         totals = [0, 0, 0, 0]
@@ -223,7 +225,7 @@ class Syncer:
             hashes = self._recorded_hashes([c[0] for c in chunk])
             reads = []
             for rel, etype, st in chunk:
-                read = read_entity_file(self.paths, rel, etype, st, t0, hashes.get(rel))
+                read = read_entity_file(self.paths, rel, etype, st, racy_from, hashes.get(rel))
                 if read is None:
                     removed.append(rel)
                 else:
@@ -234,7 +236,7 @@ class Syncer:
                 if last:
                     self._store_folders(plan.folders)
                     if dirs is not None:
-                        handoff.store_dirs(self.conn, dirs, t0, full=full)
+                        handoff.store_dirs(self.conn, dirs, racy_from, full=full)
                     if full:
                         self._sweep()
             totals = [a + b for a, b in zip(totals, done, strict=True)]
@@ -385,6 +387,18 @@ class Syncer:
         Counting first (a few index scans) keeps this cheap; the deletes only run on a mismatch.
         """
         conn = self.conn
+        # A file row lost behind the index's back leaves its folder's record counting a file
+        # the rows lack, and a matching fingerprint would keep that folder from being listed
+        # again: drop such records, so the next sync compares those folders file by file.
+        rows, counted = conn.execute(
+            "SELECT (SELECT count(*) FROM files), "
+            "(SELECT coalesce(sum(count), 0) FROM folder_fingerprints)"
+        ).fetchone()
+        if rows != counted:
+            conn.execute(
+                "DELETE FROM folder_fingerprints AS f WHERE count != (SELECT count(*) FROM files "
+                "WHERE path > f.path || '/' AND path < f.path || '0')"
+            )
         entity_files, entities, fts_rows, searchable = conn.execute(
             "SELECT (SELECT count(*) FROM files) "
             "- (SELECT count(*) FROM files WHERE problem IS NOT NULL), "

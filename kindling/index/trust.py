@@ -24,13 +24,10 @@ which has no shared locks, there is no guard: a planted -wal is applied there.)
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import os
-import secrets
 from pathlib import Path
 
-from kindling import platform
+from kindling import platform, sha256
 from kindling.fileio import SAFE_OPEN_FLAGS
 
 KEY_NAME = "index-key"
@@ -103,6 +100,8 @@ def _read_key(path: Path) -> bytes | None:
 
 def _create_key(path: Path) -> bytes | None:
     """Publish a new key with link(): two processes racing both end up with the same key."""
+    import secrets  # only the first index on a machine makes a key
+
     key = secrets.token_bytes(32)
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -130,14 +129,14 @@ def _subject(path: str, st: os.stat_result) -> bytes:
 
 def identity_for(path: str, st: os.stat_result, key: bytes) -> str:
     """The identity row an index at `path` (with stat `st`) built here carries."""
-    return hmac.new(key, _subject(path, st), hashlib.sha256).hexdigest()
+    return sha256.hmac_hexdigest(key, _subject(path, st))
 
 
 def identity_holds(value: object, path: str, st: os.stat_result, key: bytes) -> bool:
     """True when `value` (the stored identity row) proves the index at `path` is ours."""
     if not isinstance(value, str):
         return False
-    return hmac.compare_digest(value, identity_for(path, st, key))
+    return sha256.equal(value, identity_for(path, st, key))
 
 
 def refuse_links(path: Path) -> bool:
@@ -154,7 +153,7 @@ def fallback_path(path: Path) -> Path:
     """Where the index of a store whose index place holds a symlink lives instead."""
     cache = os.environ.get("XDG_CACHE_HOME")
     base = Path(cache) if cache else Path.home() / ".cache"
-    key = hashlib.sha256(str(path.parent.resolve()).encode()).hexdigest()[:16]
+    key = sha256.hexdigest(str(path.parent.resolve()).encode())[:16]
     return base / "kindling" / key / path.name
 
 

@@ -1,4 +1,4 @@
-"""The regular expressions and word lists that recognise secrets, compiled once on import.
+"""The regular expressions and word lists that recognise secrets, each compiled on first use.
 
 Every pattern is linear in the text: each starts with a literal or a narrow character class,
 repeats only classes that cannot overlap what follows, and bounds any look across a line
@@ -10,6 +10,40 @@ from __future__ import annotations
 import re
 
 from kindling.masking.marker import MASK  # noqa: F401 - re-exported for the pattern users
+
+_LOOK_LIMIT = 16_384  # characters
+
+
+class Lazy:
+    """A pattern compiled the first time it is used: compiling all of them takes about 10 ms,
+    and most texts need only a few. `literal`, when given, is in every match."""
+
+    def __init__(self, source: str, flags: int = 0, *, literal: str | None = None) -> None:
+        self._args = (source, flags)
+        self.literal = literal
+
+    def __getattr__(self, name: str):
+        # Called only for what the instance lacks: after the first use, the compiled
+        # pattern's own methods sit on the instance and are found directly.
+        pattern = re.compile(*self._args)
+        for method in ("search", "match", "fullmatch", "finditer", "findall", "sub"):
+            setattr(self, method, getattr(pattern, method))
+        return getattr(pattern, name)
+
+    def may_match(self, text: str) -> bool:
+        """Whether to run the pattern on `text`: False only when its literal is absent.
+
+        Only an uncompiled pattern on a short text is worth the look: a compiled one finds
+        its literal itself about as fast as `in` does, and on a long text, compiling once
+        costs less than looking on every call.
+        """
+        return (
+            self.literal is None
+            or "finditer" in self.__dict__
+            or len(text) > _LOOK_LIMIT
+            or self.literal in text
+        )
+
 
 # A name holds a credential when it ends in one of these words: GITHUB_TOKEN, db_password,
 # apiKey, aws_secret_access_key, AccountKey. The short or common words must start a word so
@@ -52,7 +86,7 @@ _KEY = (
 )
 # A whole name (a JSON key, an option) that ends in a credential word; `bypass`, `tokens`
 # and `token_count` do not.
-CREDENTIAL_KEY = re.compile(rf"{_KEY}\Z", re.IGNORECASE)
+CREDENTIAL_KEY = Lazy(rf"{_KEY}\Z", re.IGNORECASE)
 
 # The auth scheme in `Authorization: Bearer <value>` stays readable; only the value is masked.
 SCHEME = r"(?:(?:Bearer|Basic|Token|Bot|Digest|Negotiate|NTLM)[ \t]+)?"
@@ -80,19 +114,22 @@ _KEY_REVERSED = (
     rf"|(?:{_alternation(WORD_START_KEY_WORDS, reverse=True)})(?![A-Za-z0-9])"
     rf"|{_SHORT_KEYS_REVERSED})"
 )
-SEPARATORS_REVERSED = tuple(re.compile(sep + _KEY_REVERSED, re.IGNORECASE) for sep in "=:")
-ASSIGNED_VALUE = re.compile(rf"[ \t]*{SCHEME}{VALUE}", re.IGNORECASE)
+# One pattern per separator: a pattern that starts with one literal character is found by a
+# fast scan, a character class is not.
+SEPARATORS_REVERSED = tuple(Lazy(sep + _KEY_REVERSED, re.IGNORECASE, literal=sep) for sep in "=:")
+ASSIGNED_VALUE = Lazy(rf"[ \t]*{SCHEME}{VALUE}", re.IGNORECASE)
 # What follows a separator when the value is on the next line: `password:` then an indented
 # line, `TOKEN=\` then a line, or a YAML block scalar `secret: |`.
-LINE_END = re.compile(r"[ \t]*(?P<cont>\\)?(?:\r?\n|\Z)")
-BLOCK_SCALAR = re.compile(r"[ \t]*[|>][+-]?[0-9]?[ \t]*(?:\r?\n|\Z)")
-NEXT_LINE_VALUE = re.compile(r"(?P<indent>[ \t]*)(?P<value>[^\s#\-{\[][^\s]*)[ \t]*(?:\r?\n|\Z)")
+LINE_END = Lazy(r"[ \t]*(?P<cont>\\)?(?:\r?\n|\Z)")
+BLOCK_SCALAR = Lazy(r"[ \t]*[|>][+-]?[0-9]?[ \t]*(?:\r?\n|\Z)")
+NEXT_LINE_VALUE = Lazy(r"(?P<indent>[ \t]*)(?P<value>[^\s#\-{\[][^\s]*)[ \t]*(?:\r?\n|\Z)")
 
 # `--password hunter2`, `--github-token ghp_...`; whether the option names a credential is
 # checked on the name afterwards, which is cheaper than trying every key inside the pattern.
-FLAG = re.compile(
+FLAG = Lazy(
     rf"--(?<![A-Za-z0-9_-]--)(?P<name>[A-Za-z][A-Za-z0-9_-]*)[ \t]+(?!-){SCHEME}{VALUE}",
     re.IGNORECASE,
+    literal="--",
 )
 # Short options that take a password only in the commands that define them so: `-p` is a
 # port for ssh and "parents" for mkdir. mysql reads `-pPASS` attached; a lone `-p` prompts.
@@ -103,113 +140,123 @@ _SHORT_VALUE = (
 # The password option after a registry login: found from the literal word `login`, then
 # the command before it and the option after it are checked. (`twine upload -p` carries a
 # PyPI token, which the token pattern finds anywhere.)
-LOGIN_WORD = re.compile(r"login\b")
-LOGIN_COMMAND = re.compile(
+LOGIN_WORD = Lazy(r"login\b", literal="login")
+LOGIN_COMMAND = Lazy(
     r"(?<![A-Za-z0-9_-])(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry)[ \t]+\Z"
 )
-LOGIN_PASSWORD = re.compile(r"[^\n;|&]{0,200}?[ \t]-p(?:[ \t]+|(?=[^\s-]))" + _SHORT_VALUE)
-SSHPASS = re.compile(r"sshpass\b[^\n;|&]{0,100}?[ \t]-p[ \t]*" + _SHORT_VALUE)
+LOGIN_PASSWORD = Lazy(r"[^\n;|&]{0,200}?[ \t]-p(?:[ \t]+|(?=[^\s-]))" + _SHORT_VALUE)
+SSHPASS = Lazy(r"sshpass\b[^\n;|&]{0,100}?[ \t]-p[ \t]*" + _SHORT_VALUE, literal="sshpass")
 MYSQL = tuple(
-    re.compile(
+    Lazy(
         rf"{name}(?<![A-Za-z0-9_-]{name})(?:dump|admin|import|check|-dump)?\b"
-        r"[^\n;|&]{0,200}?[ \t]-p" + _SHORT_VALUE
+        r"[^\n;|&]{0,200}?[ \t]-p" + _SHORT_VALUE,
+        literal=name,
     )
     for name in ("mysql", "mariadb")
 )
 # `curl -u user:password` and `--user 'user:password'`: only the password goes.
-CURL_USER = re.compile(
+CURL_USER = Lazy(
     r"curl\b[^\n;|&]{0,300}?[ \t](?:-u|--user)(?:[ \t]*|=)(?P<q>['\"]?)[^\s:'\"]*:"
-    r"(?P<secret>[^\s'\"`]+)"
+    r"(?P<secret>[^\s'\"`]+)",
+    literal="curl",
 )
 
 # The whole block, or everything after an unterminated BEGIN line: a partial key is a key.
-PEM = re.compile(
+PEM = Lazy(
     r"-----BEGIN (?P<label>(?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?)-----"
-    r"[\s\S]*?(?:-----END (?P=label)-----|\Z)"
+    r"[\s\S]*?(?:-----END (?P=label)-----|\Z)",
+    literal="-----BEGIN ",
 )
 # An END line whose BEGIN was cut off: the base64 lines above it are found by walking back.
-PEM_END = re.compile(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
-PEM_LINE = re.compile(r"[A-Za-z0-9+/=]+")
-PEM_TAIL = re.compile(r"[A-Za-z0-9+/=]{16,}\Z")
+PEM_END = Lazy(r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----", literal="-----END ")
+PEM_LINE = Lazy(r"[A-Za-z0-9+/=]+")
+PEM_TAIL = Lazy(r"[A-Za-z0-9+/=]{16,}\Z")
 
 # `scheme://user:password@host`; the password runs to the last `@` before the path.
-URL_CREDENTIALS = re.compile(r"://[^\s/?#@:\"'<>]*:(?P<secret>[^\s/?#\"'<>]+)@")
-SLACK_WEBHOOK = re.compile(
-    r"hooks\.slack\.com/services/(?P<secret>T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+)"
+URL_CREDENTIALS = Lazy(r"://[^\s/?#@:\"'<>]*:(?P<secret>[^\s/?#\"'<>]+)@", literal="://")
+SLACK_WEBHOOK = Lazy(
+    r"hooks\.slack\.com/services/(?P<secret>T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]+)",
+    literal="hooks.slack.com/",
 )
 # Each starts with its literal prefix and checks the character before it afterwards, so it
-# is found by a fast substring search.
+# is found by a fast substring search (and a text without the prefix skips the pattern).
 _B = r"(?![A-Za-z0-9_-])"
 KNOWN_TOKENS = (
-    re.compile(r"sk-(?<![A-Za-z0-9_-]sk-)[A-Za-z0-9_-]{16,}"),
-    re.compile(r"xox(?<![A-Za-z0-9_-]xox)[abposr]-[A-Za-z0-9-]{10,}"),
-    re.compile(r"xapp-(?<![A-Za-z0-9_-]xapp-)[A-Za-z0-9-]{10,}"),
-    re.compile(r"gh(?<![A-Za-z0-9_-]gh)[pousr]_[A-Za-z0-9]{20,}"),
-    re.compile(r"github_pat_(?<![A-Za-z0-9_-]github_pat_)[A-Za-z0-9_]{20,}"),
-    re.compile(r"AKIA(?<![A-Za-z0-9]AKIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
-    re.compile(r"ASIA(?<![A-Za-z0-9]ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
-    re.compile(r"whsec_(?<![A-Za-z0-9_-]whsec_)[A-Za-z0-9]{20,}"),
-    re.compile(r"AIza(?<![A-Za-z0-9_-]AIza)[A-Za-z0-9_-]{35}" + _B),
-    re.compile(r"glpat-(?<![A-Za-z0-9_-]glpat-)[A-Za-z0-9_-]{20,}"),
-    re.compile(r"hf_(?<![A-Za-z0-9_-]hf_)[A-Za-z0-9]{30,}" + _B),
-    re.compile(r"npm_(?<![A-Za-z0-9_-]npm_)[A-Za-z0-9]{36}" + _B),
-    re.compile(r"pypi-(?<![A-Za-z0-9_-]pypi-)AgE[A-Za-z0-9_-]{50,}"),
-    re.compile(r"SG\.(?<![A-Za-z0-9_.-]SG\.)[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + _B),
+    Lazy(r"sk-(?<![A-Za-z0-9_-]sk-)[A-Za-z0-9_-]{16,}", literal="sk-"),
+    Lazy(r"xox(?<![A-Za-z0-9_-]xox)[abposr]-[A-Za-z0-9-]{10,}", literal="xox"),
+    Lazy(r"xapp-(?<![A-Za-z0-9_-]xapp-)[A-Za-z0-9-]{10,}", literal="xapp-"),
+    Lazy(r"gh(?<![A-Za-z0-9_-]gh)[pousr]_[A-Za-z0-9]{20,}", literal="gh"),
+    Lazy(r"github_pat_(?<![A-Za-z0-9_-]github_pat_)[A-Za-z0-9_]{20,}", literal="github_pat_"),
+    Lazy(r"AKIA(?<![A-Za-z0-9]AKIA)[A-Z0-9]{16}(?![A-Za-z0-9])", literal="AKIA"),
+    Lazy(r"ASIA(?<![A-Za-z0-9]ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])", literal="ASIA"),
+    Lazy(r"whsec_(?<![A-Za-z0-9_-]whsec_)[A-Za-z0-9]{20,}", literal="whsec_"),
+    Lazy(r"AIza(?<![A-Za-z0-9_-]AIza)[A-Za-z0-9_-]{35}" + _B, literal="AIza"),
+    Lazy(r"glpat-(?<![A-Za-z0-9_-]glpat-)[A-Za-z0-9_-]{20,}", literal="glpat-"),
+    Lazy(r"hf_(?<![A-Za-z0-9_-]hf_)[A-Za-z0-9]{30,}" + _B, literal="hf_"),
+    Lazy(r"npm_(?<![A-Za-z0-9_-]npm_)[A-Za-z0-9]{36}" + _B, literal="npm_"),
+    Lazy(r"pypi-(?<![A-Za-z0-9_-]pypi-)AgE[A-Za-z0-9_-]{50,}", literal="pypi-"),
+    Lazy(r"SG\.(?<![A-Za-z0-9_.-]SG\.)[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + _B, literal="SG."),
     # A JWT: base64url of `{"` twice (header and payload), then a signature that may be empty.
-    re.compile(r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
+    Lazy(
+        r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
+        literal="eyJ",
+    ),
 )
 # Stripe secret and restricted keys: found from `k_live_`/`k_test_`, the `s` or `r` before
 # it is checked afterwards.
-STRIPE = re.compile(r"k_(?:live|test)_[A-Za-z0-9]{16,}")
+STRIPE = Lazy(r"k_(?:live|test)_[A-Za-z0-9]{16,}", literal="k_")
 # Discord: base64 of the numeric bot id, a 6-character timestamp, then the HMAC. The middle
 # is searched (it starts with a literal dot), then the id part is checked before it.
-DISCORD_TAIL = re.compile(r"\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}" + _B)
-DISCORD_HEAD = re.compile(r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\Z")
+DISCORD_TAIL = Lazy(r"\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}" + _B, literal=".")
+DISCORD_HEAD = Lazy(r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\Z")
 # Telegram: the bot's numeric id, a colon, then 35 characters starting with "AA".
-TELEGRAM = re.compile(r":AA[A-Za-z0-9_-]{33}" + _B)
-TELEGRAM_ID = re.compile(r"(?<![0-9])[0-9]{8,10}\Z")  # also in a URL: `/bot<id>:AA...`
+TELEGRAM = Lazy(r":AA[A-Za-z0-9_-]{33}" + _B, literal=":AA")
+TELEGRAM_ID = Lazy(r"(?<![0-9])[0-9]{8,10}\Z")  # also in a URL: `/bot<id>:AA...`
 
 # A bare AWS secret access key has no prefix: it counts next to its AKIA id or after the
 # label `aws configure` prints (`AWS Secret Access Key [None]: `). Both letter cases are
 # required, which keeps out hex digests.
 AWS_KEY_IDS = tuple(
-    re.compile(prefix + rf"(?<![A-Za-z0-9]{prefix})[A-Z0-9]{{16}}(?![A-Za-z0-9])")
+    Lazy(prefix + rf"(?<![A-Za-z0-9]{prefix})[A-Z0-9]{{16}}(?![A-Za-z0-9])", literal=prefix)
     for prefix in ("AKIA", "ASIA")
 )
-AWS_SECRET = re.compile(
+AWS_SECRET = Lazy(
     r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[A-Z])"
     r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
 )
 AWS_NEAR = 200
-AWS_SECRET_LABEL = re.compile(
-    r"AWS Secret Access Key(?: \[[^\]\n]{0,40}\])?:[ \t]*(?P<secret>[A-Za-z0-9/+]{40})"
+AWS_SECRET_LABEL = Lazy(
+    r"AWS Secret Access Key(?: \[[^\]\n]{0,40}\])?:[ \t]*(?P<secret>[A-Za-z0-9/+]{40})",
+    literal="AWS Secret Access Key",
 )
 
 # A standalone `Bearer <value>` is masked only when the value looks like a token (a digit,
 # or 20+ characters), so prose such as "send the Bearer token" stays as written.
-BEARER = re.compile(
+BEARER = Lazy(
     r"Bearer(?<![A-Za-z0-9_-]Bearer)[ \t]+"
-    r"(?P<secret>(?=[A-Za-z0-9._~+/-]*[0-9]|[A-Za-z0-9._~+/-]{20})[A-Za-z0-9._~+/-]+=*)"
+    r"(?P<secret>(?=[A-Za-z0-9._~+/-]*[0-9]|[A-Za-z0-9._~+/-]{20})[A-Za-z0-9._~+/-]+=*)",
+    literal="Bearer",
 )
-BASIC = re.compile(
-    r"Basic(?<![A-Za-z0-9_-]Basic)[ \t]+(?P<secret>[A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])"
+BASIC = Lazy(
+    r"Basic(?<![A-Za-z0-9_-]Basic)[ \t]+(?P<secret>[A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])",
+    literal="Basic",
 )
 # Quoted content that is a mask plus the line breaks around it, as a PEM block leaves it.
-MASK_ONLY = re.compile(r"(?:\s|\\[nrt])*\[REDACTED\](?:\s|\\[nrt])*")
+MASK_ONLY = Lazy(r"(?:\s|\\[nrt])*\[REDACTED\](?:\s|\\[nrt])*")
 
 # Values that are code, not secrets: a reference to a variable or a template, a call, a
 # subscript, an attribute path, a type, a placeholder.
-REFERENCE = re.compile(r"\$[A-Za-z_{(]|\{\{|%[A-Za-z_][A-Za-z0-9_]*%|<[^<>\n]{1,60}>")
-DOTTED_NAME = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+")
-CALL = re.compile(r"[A-Za-z_$][A-Za-z0-9_$.]*[(\[]")
-NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-NAME_CHARS = re.compile(r"[A-Za-z0-9_.-]*")
-PLACEHOLDER = re.compile(r"\.{3,}|\*{3,}|[xX]{3,}|…")
+REFERENCE = Lazy(r"\$[A-Za-z_{(]|\{\{|%[A-Za-z_][A-Za-z0-9_]*%|<[^<>\n]{1,60}>")
+DOTTED_NAME = Lazy(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+")
+CALL = Lazy(r"[A-Za-z_$][A-Za-z0-9_$.]*[(\[]")
+NAME = Lazy(r"[A-Za-z_][A-Za-z0-9_]*")
+NAME_CHARS = Lazy(r"[A-Za-z0-9_.-]*")
+PLACEHOLDER = Lazy(r"\.{3,}|\*{3,}|[xX]{3,}|…")
 # Counts, ratios and durations: `refresh_token: 3 failed`, `pass: 12/12`, `auth: 35ms`.
-SHORT_NUMBER = re.compile(r"[0-9]{1,3}(?:/[0-9]{1,5})?|[0-9]+(?:\.[0-9]+)?(?:ms|s|%)")
-PATH = re.compile(r"(?:~|\.{1,2})?(?:/[A-Za-z0-9_.@-]+)+/?")
-FILE_SUFFIX = re.compile(r"\.[a-z]{2,5}\Z")
-SCHEME_ONLY = re.compile(r"(?:bearer|basic|token|bot)\s*", re.IGNORECASE)
+SHORT_NUMBER = Lazy(r"[0-9]{1,3}(?:/[0-9]{1,5})?|[0-9]+(?:\.[0-9]+)?(?:ms|s|%)")
+PATH = Lazy(r"(?:~|\.{1,2})?(?:/[A-Za-z0-9_.@-]+)+/?")
+FILE_SUFFIX = Lazy(r"\.[a-z]{2,5}\Z")
+SCHEME_ONLY = Lazy(r"(?:bearer|basic|token|bot)\s*", re.IGNORECASE)
 NOT_SECRETS = frozenset(
     (
         "true",

@@ -24,8 +24,6 @@ since `-----END ... KEY-----ghp_...` shows its token only once the key before it
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import Iterator
 
@@ -84,11 +82,19 @@ def _quoted_is_code(value: str) -> bool:
     )
 
 
+# No code value runs this long: a longer one is masked whole. Besides, a value that reads as
+# code is searched again for the assignments inside it, so a long one would be searched
+# again and again (`${password=${password=...` over 100 KB).
+MAX_CODE_CHARS = 1_000
+
+
 def _value_span(view: str, m: re.Match[str]) -> Span | None:
     group = m.lastgroup
     if group is None or group == "masked":
         return None
     start, end = m.span(group)
+    if end - start > MAX_CODE_CHARS:
+        return start, end
     if group == "bare":
         return None if _is_code(view, start, end) else (start, end)
     return None if _quoted_is_code(view[start:end]) else (start, end)
@@ -149,11 +155,14 @@ def _not_an_assignment(view: str, reversed_view: str, sep: int, key_start: int) 
 
 
 def _assignments(view: str) -> Iterator[Span]:
+    separators = [pattern for pattern in p.SEPARATORS_REVERSED if pattern.may_match(view)]
+    if not separators:
+        return
     reversed_view, length = view[::-1], len(view)
     # A hit in the reversed text ends at a separator; the value starts right after it.
     found = sorted(
         (length - m.start(), length - m.end())
-        for pattern in p.SEPARATORS_REVERSED
+        for pattern in separators
         for m in pattern.finditer(reversed_view)
     )
     done = 0
@@ -177,6 +186,8 @@ def _assignments(view: str) -> Iterator[Span]:
 
 
 def _flags(view: str) -> Iterator[Span]:
+    if not p.FLAG.may_match(view):
+        return
     for m in p.FLAG.finditer(view):
         if p.CREDENTIAL_KEY.search(m.group("name")):
             span = _value_span(view, m)
@@ -185,13 +196,15 @@ def _flags(view: str) -> Iterator[Span]:
 
 
 def _group_spans(
-    view: str, patterns: tuple[re.Pattern[str], ...], group: str | None = None, code: bool = False
+    view: str, patterns: tuple[p.Lazy, ...], group: str | None = None, code: bool = False
 ) -> Iterator[Span]:
     """The span of `group` (or of whichever group matched) in each match of `patterns`.
 
     With `code`, a value that reads as code or a placeholder (`$PASS`, `X`) is left alone.
     """
     for pattern in patterns:
+        if not pattern.may_match(view):
+            continue
         for m in pattern.finditer(view):
             name = group or m.lastgroup
             if not name or not m.group(name) or m.group(name) == MASK:
@@ -207,6 +220,8 @@ def _group_spans(
 
 
 def _pem_without_begin(view: str) -> Iterator[Span]:
+    if not p.PEM_END.may_match(view):
+        return
     for m in p.PEM_END.finditer(view):
         start = cur = m.start()
         for _ in range(400):
@@ -238,7 +253,7 @@ def _break_before(view: str, pos: int) -> int | None:
 
 
 def _commands(view: str) -> Iterator[Span]:
-    for m in p.LOGIN_WORD.finditer(view):
+    for m in p.LOGIN_WORD.finditer(view) if p.LOGIN_WORD.may_match(view) else ():
         if p.LOGIN_COMMAND.search(view, max(0, m.start() - 40), m.start()):
             found = p.LOGIN_PASSWORD.match(view, m.end())
             if found and found.group(found.lastgroup) != MASK:
@@ -249,6 +264,8 @@ def _commands(view: str) -> Iterator[Span]:
 
 
 def _discord(view: str) -> Iterator[Span]:
+    if not p.DISCORD_TAIL.may_match(view):
+        return
     for m in p.DISCORD_TAIL.finditer(view):
         head = p.DISCORD_HEAD.search(view, max(0, m.start() - 28), m.start())
         if head and any(c.isdigit() for c in head.group()):
@@ -256,6 +273,8 @@ def _discord(view: str) -> Iterator[Span]:
 
 
 def _telegram(view: str) -> Iterator[Span]:
+    if not p.TELEGRAM.may_match(view):
+        return
     for m in p.TELEGRAM.finditer(view):
         bot_id = p.TELEGRAM_ID.search(view, max(0, m.start() - 10), m.start())
         if bot_id:
@@ -264,7 +283,12 @@ def _telegram(view: str) -> Iterator[Span]:
 
 def _aws_secrets(view: str) -> Iterator[Span]:
     scanned = 0  # windows overlap: each stretch is searched once (less a key's length)
-    ids = sorted((m.start(), m.end()) for pattern in p.AWS_KEY_IDS for m in pattern.finditer(view))
+    ids = sorted(
+        (m.start(), m.end())
+        for pattern in p.AWS_KEY_IDS
+        if pattern.may_match(view)
+        for m in pattern.finditer(view)
+    )
     for id_start, id_end in ids:
         lo = max(0, id_start - p.AWS_NEAR, scanned - 40)
         hi = min(len(view), id_end + p.AWS_NEAR)
@@ -277,6 +301,11 @@ def _aws_secrets(view: str) -> Iterator[Span]:
 def _basic(view: str) -> Iterator[Span]:
     # Basic credentials are base64 of `user:password`; prose after "Basic" does not decode so.
     # A declined match is searched again one character on: "Basic Basic <credential>".
+    if not p.BASIC.may_match(view):
+        return
+    import base64  # here: most texts never say "Basic"
+    import binascii
+
     pos = 0
     while (m := p.BASIC.search(view, pos)) is not None:
         value = m.group("secret")
@@ -297,9 +326,10 @@ def _token_char(char: str) -> bool:
 
 def _known_tokens(view: str) -> Iterator[Span]:
     for pattern in p.KNOWN_TOKENS:
-        for m in pattern.finditer(view):
-            yield m.span()
-    for m in p.STRIPE.finditer(view):
+        if pattern.may_match(view):
+            for m in pattern.finditer(view):
+                yield m.span()
+    for m in p.STRIPE.finditer(view) if p.STRIPE.may_match(view) else ():
         start = m.start() - 1
         if start >= 0 and view[start] in "sr" and (start == 0 or not _token_char(view[start - 1])):
             yield start, m.end()
@@ -353,7 +383,7 @@ def _mask_once(text: str) -> tuple[str, int, list[tuple[int, bool]]]:
     """
     # A private key block goes first, whole, so that nothing else masks a piece of it and a
     # quoted key such as `"-----BEGIN ...-----\n"` keeps its quotes and trailing escape.
-    blocks = [m.span() for m in p.PEM.finditer(text)]
+    blocks = [m.span() for m in p.PEM.finditer(text)] if p.PEM.may_match(text) else []
     if blocks:
         text = _join(text, blocks)
     spans = find_spans(_view(text))

@@ -34,6 +34,9 @@ BURST = 500  # paths in one batch from which a reconcile is cheaper than per-fol
 TICK_S = 1.0  # how often an idle watcher looks at the git HEAD, the index file and the lock
 HEARTBEAT_S = 2.0
 STALE_AFTER_S = 15.0  # readers stop trusting a watcher whose heartbeat is older than this
+# How long a reader may wait for a batch of paths to be applied (milliseconds, as a rule);
+# for a full reconcile or a retry it is not worth waiting: the reader walks itself.
+REFRESH_WAIT_MS = 250
 LOCK_WAIT_S = 1.0  # readers probe the lock for an instant: retry this long before giving up
 RETRY_S = (1.0, 60.0)  # first and longest wait before retrying after an error
 
@@ -213,7 +216,7 @@ class Watcher:
         began = time.perf_counter()
         try:
             if announce:
-                self._publish(pending=True)
+                self._publish(pending=True, wait_ms=REFRESH_WAIT_MS if mode == "refresh" else 0)
             try:
                 report = action(self.index)
             except sqlite3.DatabaseError:
@@ -278,12 +281,13 @@ class Watcher:
         self._emit("reopen", path=str(fresh.path))
         return True
 
-    def _publish(self, *, pending: bool) -> None:
+    def _publish(self, *, pending: bool, wait_ms: int = 0) -> None:
         now_ms = time.time_ns() // 1_000_000
         self.index.set_watcher_state(
             {
                 "pid": os.getpid(),
                 "pending": pending,
+                "waitMs": wait_ms if pending else 0,  # how long a reader may wait for it
                 "heartbeatMs": now_ms,
                 "staleAfterMs": int(STALE_AFTER_S * 1000),
                 "debounceMs": self.debounce_ms,
