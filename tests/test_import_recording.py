@@ -189,3 +189,22 @@ def test_settling_gives_a_stat_key_only_to_a_file_unchanged_since_its_write(root
         keys = dict(memory.index.conn.execute("SELECT path, statkey FROM files"))
         first, second = (memory.index.rel(w[1]) for w in written)
         assert keys[first].endswith(f":{os.lstat(written[0][1]).st_ino}") and keys[second] == ""
+
+
+def test_a_batch_is_judged_against_one_reading_of_the_filesystem_clock(root, monkeypatch):
+    readings = []
+    monkeypatch.setattr(
+        fsclock, "racy_from", lambda clock, objects: readings.append(1) or NOTHING_RACY
+    )
+    with Memory(root) as memory:
+        written = []
+        for i in range(3):
+            renamed: list[os.stat_result] = []
+            path, data = memory.store.write(
+                "observations", entities.observation(i), renamed=renamed
+            )
+            written.append(("observations", str(path), data, None, bulk.identity(renamed[0])))
+        readings.clear()
+        memory.index.record_many(written)
+        keys = [row[0] for row in memory.index.conn.execute("SELECT statkey FROM files")]
+    assert len(readings) == 1 and len(keys) == 3 and "" not in keys

@@ -86,16 +86,19 @@ def written_read(
     data: bytes,
     entity: dict,
     renamed: tuple[int, int, int, int],
+    racy_from: int | None = None,
 ) -> FileRead | None:
     """A file Kindling wrote, from the bytes in hand: no read-back while its `identity` is the
     one taken right after its rename; None means read it back instead.
 
     The stat key is judged as a sync would: a file changed too recently to trust gets ""
-    and the next sync reads it again.
+    and the next sync reads it again. `racy_from`, when given, was taken before this stat
+    (one clock reading for a whole batch).
     """
     if not walkable(rel) or rel.split("/", 1)[0] != entity_type:
         return None
-    racy_from = paths.racy_from()  # before the stat it judges
+    if racy_from is None:
+        racy_from = paths.racy_from()  # before the stat it judges
     try:
         st = os.lstat(paths.abspath(rel))
     except OSError:

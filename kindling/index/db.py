@@ -300,13 +300,16 @@ class Index(IndexReader):
         differs; files older than the racy window get stat keys a later sync trusts.
         """
         reads = []
+        racy_from = self.paths.racy_from()  # one clock reading, before every stat below
         for entity_type, path, data, entity, *renamed in written:
             if entity is None:  # bytes Kindling validated and wrote: decoding them is enough
                 entity = orjson.loads(data)
             rel = self.rel(path)
             read = None
             if renamed and renamed[0] is not None:  # unchanged since its rename: no read-back
-                read = bulk.written_read(self.paths, rel, entity_type, data, entity, renamed[0])
+                read = bulk.written_read(
+                    self.paths, rel, entity_type, data, entity, renamed[0], racy_from
+                )
             if read is None:
                 read = read_file_at(self.paths, rel, entity_type, known=(data, entity))
             if read is not None:
