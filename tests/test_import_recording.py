@@ -204,7 +204,8 @@ def test_a_batch_is_judged_against_one_reading_of_the_filesystem_clock(root, mon
                 "observations", entities.observation(i), renamed=renamed
             )
             written.append(("observations", str(path), data, None, bulk.identity(renamed[0])))
+        index = memory.index  # opened (and built) first
         readings.clear()
-        memory.index.record_many(written)
+        index.record_many(written)
         keys = [row[0] for row in memory.index.conn.execute("SELECT statkey FROM files")]
     assert len(readings) == 1 and len(keys) == 3 and "" not in keys
