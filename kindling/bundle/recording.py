@@ -3,10 +3,12 @@
 SQLite and file system calls release the GIL, so the rows of one batch are inserted while
 the import goes on writing the next files. Batches wait in a bounded queue: when indexing
 falls behind, the writer waits for it, so memory stays bounded. Each batch is recorded as
-soon as it arrives, while its files are still too recent for their stat data to be trusted
-(stat key ""); once older than the racy window it is settled (given its stat keys, a cheap
-update), so no later sync reads those files again. What is still too recent when the import
-ends stays unsettled: the next sync reads those files once more.
+soon as it arrives. Files still too recent for their stat data to be trusted then (the racy
+rule, `kindling.index.fsclock`: usually only those of the filesystem clock's current tick,
+but seconds of them where only the system clock can be read) get stat key ""; once older
+than the racy window their batch is settled (given its stat keys, a cheap update), so no
+later sync reads those files again. What is still too recent when the import ends stays
+unsettled: the next sync reads those files once more.
 
 The files are the truth: a batch that fails to index is dropped (the next sync reads those
 files), never retried, and never stops the writing.
@@ -22,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 RECORD_BATCH = 1_000  # files written per index transaction during an import
-RACY_S = 2.5  # a little over the index's racy window (kindling.index.schema.RACY_NS)
+RACY_S = 2.5  # a little over the system clock's racy margin (kindling.index.schema.RACY_NS)
 QUEUED_BATCHES = 16  # batches written but not yet recorded, at most; then the writer waits
 THREAD_NAME = "kindling-import-index"
 _DONE = None  # put last: the thread records what it holds and ends
