@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
-from kindling import canonical
+from kindling import canonical, sha256
 from kindling.bundle.format import Dataset, entity_label, parse_bundle
 from kindling.bundle.inbound import Masker
 from kindling.bundle.recording import BackgroundRecorder
@@ -327,6 +327,8 @@ def import_bundle(
     """
     dataset = source if isinstance(source, Dataset) else parse_bundle(source)
     del source  # bytes given here are no longer needed once parsed
+    if len(dataset) >= sha256.BULK:
+        sha256.prefer_openssl()  # each entity's path and each file written are hashed
     normalised = dict(dataset.normalised)
     if normalised:  # the original's bundle: say how many forgotten members its capsules list
         absent = _absent_members(memory.store, dataset, _ids(dataset))
