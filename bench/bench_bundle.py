@@ -4,6 +4,11 @@ Each phase runs in its own process, so its peak RSS (ru_maxrss) is its own:
 
     python bench/bench_bundle.py              # 100,000 observations
     python bench/bench_bundle.py -n 10000 --markdown
+    python bench/bench_bundle.py --rounds 3   # write floor and import alternate three times
+
+The write floor and the import are timed in alternation (`--rounds`), each import next to the
+floor just before it: on a shared disk the floor alone moves by 2x within minutes, so a ratio
+is only meaningful against a floor taken at the same moment.
 
 Floors: `read floor` walks the store and reads and parses every file, keeping nothing;
 `write floor` writes N canonical files (temp + rename, one sync at the end) into an empty store.
@@ -82,9 +87,7 @@ def phase_read_floor(work: Path, n: int) -> dict:
 
 
 def phase_write_floor(work: Path, n: int) -> dict:
-    root = work / "floor"
-    shutil.rmtree(root, ignore_errors=True)
-    store = Store.create(root)
+    store = Store.create(work / "floor")
     for entity in observations(n):
         path = store.path_for("observations", entity["id"])
         store.write_file(path, canonical.encode(entity), durable=False)
@@ -127,7 +130,6 @@ def _import(work: Path, target: str) -> dict:
 
 
 def phase_import(work: Path, n: int) -> dict:
-    shutil.rmtree(work / "target", ignore_errors=True)
     return _import(work, "target")
 
 
@@ -145,8 +147,16 @@ PHASES = {
 }
 
 
+# Removed before the phase starts its clock (an earlier round's files), then flushed, so the
+# deletion's own disk work does not land inside the next timing.
+EMPTIED = {phase_write_floor: "floor", phase_import: "target"}
+
+
 def child(name: str, work: Path, n: int) -> None:
     func = func_of(name)
+    if func in EMPTIED and (work / EMPTIED[func]).exists():
+        shutil.rmtree(work / EMPTIED[func])
+        os.sync()
     start = time.perf_counter()
     extra = func(work, n)
     seconds = time.perf_counter() - start
@@ -172,7 +182,16 @@ def run_phase(name: str, work: Path, n: int) -> dict:
 
 
 def func_of(name: str):
-    return phase_setup if name == "setup" else PHASES[name]
+    return phase_setup if name == "setup" else PHASES[name.split(" #", 1)[0]]
+
+
+def schedule(rounds: int) -> list[str]:
+    """The phases in the order they run: floor and import alternate, `rounds` times."""
+    names = ["python start", "read floor", "export"]
+    for r in range(1, rounds + 1):
+        tag = f" #{r}" if rounds > 1 else ""
+        names += [f"write floor{tag}", f"import (empty store){tag}"]
+    return [*names, "import again (unchanged)"]
 
 
 def main() -> None:
@@ -181,6 +200,9 @@ def main() -> None:
     parser.add_argument("--work", type=Path, help="work directory (default: a temp dir)")
     parser.add_argument("--phase", help=argparse.SUPPRESS)
     parser.add_argument("--markdown", action="store_true", help="print a markdown table")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="write floor + import pairs, alternated (default 1)"
+    )
     args = parser.parse_args()
     if args.phase:
         child(args.phase, args.work, args.n)
@@ -190,7 +212,12 @@ def main() -> None:
     try:
         print(f"setting up {args.n:,} observations in {work} ...", file=sys.stderr)
         run_phase("setup", work, args.n)
-        rows = [(name, run_phase(name, work, args.n)) for name in PHASES]
+        rows = []
+        for name in schedule(args.rounds):
+            result = run_phase(name, work, args.n)
+            if name.startswith("import (empty store)"):
+                result["ratio"] = f"{result['seconds'] / rows[-1][1]['seconds']:.2f}x"
+            rows.append((name, result))
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
