@@ -64,9 +64,9 @@ def test_a_failure_in_the_indexing_thread_leaves_every_file_and_the_next_sync_ex
             raise RuntimeError("indexing broke")
         return original(self, written)
 
-    original = Memory.record
+    original = Index.record_many
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(Memory, "record", failing)
+        mp.setattr(Index, "record_many", failing)
         with Memory(root) as memory:
             report = import_bundle(memory, bundle_bytes())
     assert report.written == N
@@ -113,9 +113,14 @@ def test_every_written_file_is_recorded_once_in_order():
 def test_batches_are_recorded_at_once_and_settled_only_once_past_the_racy_window():
     heard: list[list[int]] = []
     settled: list[list[int]] = []
+
+    def record(batch):  # what it returns is what waits to be settled
+        heard.append(batch)
+        return [i for i in batch if i % 2] or None
+
     done = threading.Event()
     # An hour's racy window: recorded without waiting for it, never settled.
-    recorder = BackgroundRecorder(heard.append, settled.append, batch=2, racy_s=3600).start()
+    recorder = BackgroundRecorder(record, settled.append, batch=2, racy_s=3600).start()
     for i in range(5):
         recorder.add(i)
     closer = threading.Thread(target=lambda: (recorder.close(), done.set()))
@@ -124,10 +129,10 @@ def test_batches_are_recorded_at_once_and_settled_only_once_past_the_racy_window
     assert done.is_set() and heard == [[0, 1], [2, 3], [4]] and settled == []
 
     heard.clear()
-    with BackgroundRecorder(heard.append, settled.append, batch=2, racy_s=0) as recorder:
+    with BackgroundRecorder(record, settled.append, batch=2, racy_s=0) as recorder:
         for i in range(5):
             recorder.add(i)
-    assert heard == settled == [[0, 1], [2, 3], [4]]
+    assert heard == [[0, 1], [2, 3], [4]] and settled == [[1], [3]]
 
 
 def test_after_a_failure_the_thread_drains_the_queue_so_the_writer_never_waits():
@@ -178,14 +183,15 @@ def test_settling_gives_a_stat_key_only_to_a_file_unchanged_since_its_write(root
             )
             written.append(("observations", str(path), data, None, bulk.identity(renamed[0])))
         pin_fs_clock(monkeypatch, ALL_RACY)
-        memory.index.record_many(written)
+        racy = memory.index.record_many(written)
         keys = memory.index.conn.execute("SELECT statkey FROM files ORDER BY path")
         assert [row[0] for row in keys] == ["", ""]  # just written: too recent to trust
-        assert memory.index.settle_many(written) == 0
+        assert racy == [(memory.index.rel(w[1]), w[4]) for w in written]
+        assert memory.index.settle_many(racy) == 0
         with open(written[1][1], "ab") as fh:  # changed in place: same inode, another size
             fh.write(b" ")
         pin_fs_clock(monkeypatch, NOTHING_RACY)  # the write's clock tick is over
-        assert memory.index.settle_many(written) == 1
+        assert memory.index.settle_many(racy) == 1
         keys = dict(memory.index.conn.execute("SELECT path, statkey FROM files"))
         first, second = (memory.index.rel(w[1]) for w in written)
         assert keys[first].endswith(f":{os.lstat(written[0][1]).st_ino}") and keys[second] == ""
@@ -206,6 +212,6 @@ def test_a_batch_is_judged_against_one_reading_of_the_filesystem_clock(root, mon
             written.append(("observations", str(path), data, None, bulk.identity(renamed[0])))
         index = memory.index  # opened (and built) first
         readings.clear()
-        index.record_many(written)
+        assert index.record_many(written) == []  # nothing left to settle
         keys = [row[0] for row in memory.index.conn.execute("SELECT statkey FROM files")]
     assert len(readings) == 1 and len(keys) == 3 and "" not in keys

@@ -214,18 +214,18 @@ def apply_plan(
     *,
     on_conflict: str = "keep",
     progress: Step | None = None,
-    record: Callable[[list[Written]], None] | None = None,
-    settle: Callable[[list[Written]], None] | None = None,
+    record: Callable[[list[Written]], list | None] | None = None,
+    settle: Callable[[list], None] | None = None,
 ) -> list[Decision]:
     """Write what the plan decided (non-durably, one disk sync at the end); the final decisions.
 
     An entity whose local file changed since it was planned is decided again under its lock.
     `record`, when given, hears the files written in batches on a second thread
     (`kindling.bundle.recording`), so the index keeps up as they land and no sync reads them
-    all back afterwards; `settle` hears each batch again once its files are old enough for
-    their stat data to be trusted. That thread has ended when this returns or raises. Each
-    decision is replaced, in place, by one that no longer holds the entity: a big import
-    never keeps two copies of the bundle.
+    all back afterwards; `settle` hears what `record` returned for a batch (its files still
+    too recent for their stat data to be trusted) once they are old enough. That thread has
+    ended when this returns or raises. Each decision is replaced, in place, by one that no
+    longer holds the entity: a big import never keeps two copies of the bundle.
     """
     # Too late to stop now: a conflict that appears while writing keeps the local file.
     late_policy = "keep" if on_conflict == "fail" else on_conflict
@@ -307,9 +307,17 @@ def _conflict_line(d: Decision) -> str:
 # ---------------------------------------------------------------- the whole import
 
 
-def _settle(memory, written: list[Written]) -> None:
+def _record(memory, written: list[Written]) -> list:
+    """Index a batch of written files; what is too recent to trust yet, to settle later."""
+    try:
+        return memory.index.record_many(written)
+    except (sqlite3.Error, KindlingError):
+        return []  # the files are written; the next sync indexes them
+
+
+def _settle(memory, racy: list) -> None:
     with contextlib.suppress(sqlite3.Error, KindlingError):
-        memory.index.settle_many(written)  # else the next sync reads those files once more
+        memory.index.settle_many(racy)  # else the next sync reads those files once more
 
 
 def import_bundle(
@@ -352,7 +360,7 @@ def import_bundle(
             decisions,
             on_conflict=on_conflict,
             progress=stage,
-            record=memory.record,
+            record=partial(_record, memory),
             settle=partial(_settle, memory),
         )
     except ImportInterrupted:

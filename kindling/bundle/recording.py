@@ -31,16 +31,17 @@ _DONE = None  # put last: the thread records what it holds and ends
 
 
 class BackgroundRecorder:
-    """Hands written files to `record` in batches on its own thread, then each batch to
-    `settle` once its newest file is older than the racy window (or at `close`, when ripe).
+    """Hands written files to `record` in batches on its own thread, then what `record`
+    returned for a batch (its files too recent to trust yet), if anything, to `settle` once
+    the batch's newest file is older than the racy window (or at `close`, when ripe).
 
     Use as a context manager (or `start` then `close`): the thread never outlives it.
     """
 
     def __init__(
         self,
-        record: Callable[[list[Any]], None],
-        settle: Callable[[list[Any]], None] | None = None,
+        record: Callable[[list[Any]], Any],
+        settle: Callable[[Any], None] | None = None,
         *,
         batch: int | None = None,
         racy_s: float | None = None,
@@ -96,9 +97,9 @@ class BackgroundRecorder:
             if self.failure is None:
                 try:
                     if item:
-                        self._record(item[1])
-                        if self._settle is not None:
-                            self._unsettled.append(item)
+                        later = self._record(item[1])
+                        if later and self._settle is not None:
+                            self._unsettled.append((item[0], later))
                     self._settle_ripe()
                 except BaseException as exc:  # noqa: BLE001 - the files stay; a sync reads them
                     self.failure = exc
