@@ -133,12 +133,13 @@ class Memory:
             pass
         return Written(entity_type, entity, path, masked)
 
-    def record(self, written: list[tuple[str, Path, bytes, dict | None]]) -> None:
-        """Index files just written in bulk (type, path, bytes, entity or None), at once."""
+    def record(self, written: list[tuple]) -> list:
+        """Index files just written in bulk (type, path, bytes, entity or None), at once;
+        returns those too recent to trust yet, for `Index.settle_many` later."""
         try:
-            self.index.record_many(written)
+            return self.index.record_many(written)
         except (sqlite3.Error, KindlingError):
-            pass  # the files are written; the next sync indexes them
+            return []  # the files are written; the next sync indexes them
 
     # ------------------------------------------------------------ lookup
 

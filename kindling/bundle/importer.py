@@ -307,14 +307,6 @@ def _conflict_line(d: Decision) -> str:
 # ---------------------------------------------------------------- the whole import
 
 
-def _record(memory, written: list[Written]) -> list:
-    """Index a batch of written files; what is too recent to trust yet, to settle later."""
-    try:
-        return memory.index.record_many(written)
-    except (sqlite3.Error, KindlingError):
-        return []  # the files are written; the next sync indexes them
-
-
 def _settle(memory, racy: list) -> None:
     with contextlib.suppress(sqlite3.Error, KindlingError):
         memory.index.settle_many(racy)  # else the next sync reads those files once more
@@ -360,7 +352,7 @@ def import_bundle(
             decisions,
             on_conflict=on_conflict,
             progress=stage,
-            record=partial(_record, memory),
+            record=memory.record,
             settle=partial(_settle, memory),
         )
     except ImportInterrupted:
