@@ -240,10 +240,11 @@ def apply_plan(
         renamed: list[os.stat_result] = []
         data = store.write_checked(path, entity, real_folders=real_folders, renamed=renamed)
         if recorder is not None:
-            # The bytes only: holding every entity until it is recorded would cost far more.
-            # Four ints, not the stat_result: seconds of writes wait to be settled.
+            # The entity too, so the index need not decode the bytes: batches are recorded as
+            # they come and only QUEUED_BATCHES (kindling.bundle.recording) wait, so few are
+            # held at once.
             stat = identity(renamed[0]) if renamed else None
-            recorder.add((entity_type, path, data, None, stat))
+            recorder.add((entity_type, path, data, entity, stat))
 
     done = 0
     try:
