@@ -133,13 +133,12 @@ class Memory:
             pass
         return Written(entity_type, entity, path, masked)
 
-    def record(self, written: list[tuple]) -> list:
-        """Index files just written in bulk (type, path, bytes, entity or None), at once;
-        returns those too recent to trust yet, for `Index.settle_many` later."""
+    def record(self, written: list[tuple]) -> None:
+        """Index files just written in bulk (type, path, bytes, entity or None), at once."""
         try:
-            return self.index.record_many(written)
+            self.index.record_many(written)
         except (sqlite3.Error, KindlingError):
-            return []  # the files are written; the next sync indexes them
+            pass  # the files are written; the next sync indexes them
 
     # ------------------------------------------------------------ lookup
 

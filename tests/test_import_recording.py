@@ -8,7 +8,7 @@ import threading
 import entities
 import orjson
 import pytest
-from conftest import ALL_RACY, NOTHING_RACY, pin_fs_clock
+from conftest import NOTHING_RACY
 
 from kindling.bundle import recording
 from kindling.bundle.importer import ImportInterrupted, import_bundle
@@ -103,43 +103,18 @@ def test_the_indexing_thread_ends_when_a_write_fails_part_way(root, tmp_path, sm
 
 def test_every_written_file_is_recorded_once_in_order():
     heard: list[list[int]] = []
-    with BackgroundRecorder(heard.append, batch=3, racy_s=0) as recorder:
+    with BackgroundRecorder(heard.append, batch=3) as recorder:
         for i in range(8):
             recorder.add(i)
     assert heard == [[0, 1, 2], [3, 4, 5], [6, 7]]
     assert not indexing_threads()
 
 
-def test_batches_are_recorded_at_once_and_settled_only_once_past_the_racy_window():
-    heard: list[list[int]] = []
-    settled: list[list[int]] = []
-
-    def record(batch):  # what it returns is what waits to be settled
-        heard.append(batch)
-        return [i for i in batch if i % 2] or None
-
-    done = threading.Event()
-    # An hour's racy window: recorded without waiting for it, never settled.
-    recorder = BackgroundRecorder(record, settled.append, batch=2, racy_s=3600).start()
-    for i in range(5):
-        recorder.add(i)
-    closer = threading.Thread(target=lambda: (recorder.close(), done.set()))
-    closer.start()
-    closer.join(60)
-    assert done.is_set() and heard == [[0, 1], [2, 3], [4]] and settled == []
-
-    heard.clear()
-    with BackgroundRecorder(record, settled.append, batch=2, racy_s=0) as recorder:
-        for i in range(5):
-            recorder.add(i)
-    assert heard == [[0, 1], [2, 3], [4]] and settled == [[1], [3]]
-
-
 def test_after_a_failure_the_thread_drains_the_queue_so_the_writer_never_waits():
     def broken(batch):
         raise RuntimeError("no index")
 
-    recorder = BackgroundRecorder(broken, batch=1, racy_s=0, queued=1).start()
+    recorder = BackgroundRecorder(broken, batch=1, queued=1).start()
     adder = threading.Thread(target=lambda: [recorder.add(i) for i in range(50)])
     adder.start()
     adder.join(60)
@@ -147,54 +122,6 @@ def test_after_a_failure_the_thread_drains_the_queue_so_the_writer_never_waits()
     recorder.close()
     assert isinstance(recorder.failure, RuntimeError)
     assert not indexing_threads()
-
-
-def test_an_import_settles_the_stat_keys_of_files_past_the_racy_window(
-    root, monkeypatch, small_batches
-):
-    monkeypatch.setattr(recording, "RACY_S", 0)  # every batch is ripe at once
-    later = []  # while settling, the clock reads as past the racy window
-
-    def settle_later(self, written):
-        later.append(1)
-        try:
-            return settle_many(self, written)
-        finally:
-            later.clear()
-
-    settle_many = Index.settle_many
-    monkeypatch.setattr(Index, "settle_many", settle_later)
-    monkeypatch.setattr(
-        fsclock, "racy_from", lambda clock, objects: NOTHING_RACY if later else ALL_RACY
-    )
-    with Memory(root) as memory:
-        import_bundle(memory, bundle_bytes())
-        keys = [row[0] for row in memory.index.conn.execute("SELECT statkey FROM files")]
-    assert len(keys) == N and "" not in keys
-
-
-def test_settling_gives_a_stat_key_only_to_a_file_unchanged_since_its_write(root, monkeypatch):
-    with Memory(root) as memory:
-        written = []
-        for i in range(2):
-            renamed: list[os.stat_result] = []
-            path, data = memory.store.write(
-                "observations", entities.observation(i), renamed=renamed
-            )
-            written.append(("observations", str(path), data, None, bulk.identity(renamed[0])))
-        pin_fs_clock(monkeypatch, ALL_RACY)
-        racy = memory.index.record_many(written)
-        keys = memory.index.conn.execute("SELECT statkey FROM files ORDER BY path")
-        assert [row[0] for row in keys] == ["", ""]  # just written: too recent to trust
-        assert racy == [(memory.index.rel(w[1]), w[4]) for w in written]
-        assert memory.index.settle_many(racy) == 0
-        with open(written[1][1], "ab") as fh:  # changed in place: same inode, another size
-            fh.write(b" ")
-        pin_fs_clock(monkeypatch, NOTHING_RACY)  # the write's clock tick is over
-        assert memory.index.settle_many(racy) == 1
-        keys = dict(memory.index.conn.execute("SELECT path, statkey FROM files"))
-        first, second = (memory.index.rel(w[1]) for w in written)
-        assert keys[first].endswith(f":{os.lstat(written[0][1]).st_ino}") and keys[second] == ""
 
 
 def test_a_batch_is_judged_against_one_reading_of_the_filesystem_clock(root, monkeypatch):
@@ -212,6 +139,6 @@ def test_a_batch_is_judged_against_one_reading_of_the_filesystem_clock(root, mon
             written.append(("observations", str(path), data, None, bulk.identity(renamed[0])))
         index = memory.index  # opened (and built) first
         readings.clear()
-        assert index.record_many(written) == []  # nothing left to settle
+        index.record_many(written)
         keys = [row[0] for row in memory.index.conn.execute("SELECT statkey FROM files")]
     assert len(readings) == 1 and len(keys) == 3 and "" not in keys

@@ -16,7 +16,6 @@ import contextlib
 import os
 import sqlite3
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import NamedTuple
 
@@ -214,22 +213,20 @@ def apply_plan(
     *,
     on_conflict: str = "keep",
     progress: Step | None = None,
-    record: Callable[[list[Written]], list | None] | None = None,
-    settle: Callable[[list], None] | None = None,
+    record: Callable[[list[Written]], object] | None = None,
 ) -> list[Decision]:
     """Write what the plan decided (non-durably, one disk sync at the end); the final decisions.
 
     An entity whose local file changed since it was planned is decided again under its lock.
     `record`, when given, hears the files written in batches on a second thread
     (`kindling.bundle.recording`), so the index keeps up as they land and no sync reads them
-    all back afterwards; `settle` hears what `record` returned for a batch (its files still
-    too recent for their stat data to be trusted) once they are old enough. That thread has
-    ended when this returns or raises. Each decision is replaced, in place, by one that no
-    longer holds the entity: a big import never keeps two copies of the bundle.
+    all back afterwards. That thread has ended when this returns or raises. Each decision is
+    replaced, in place, by one that no longer holds the entity: a big import never keeps two
+    copies of the bundle.
     """
     # Too late to stop now: a conflict that appears while writing keeps the local file.
     late_policy = "keep" if on_conflict == "fail" else on_conflict
-    recorder = BackgroundRecorder(record, settle).start() if record is not None else None
+    recorder = BackgroundRecorder(record).start() if record is not None else None
 
     real_folders: set[str] = set()  # folders of this import already checked not to be symlinks
 
@@ -308,11 +305,6 @@ def _conflict_line(d: Decision) -> str:
 # ---------------------------------------------------------------- the whole import
 
 
-def _settle(memory, racy: list) -> None:
-    with contextlib.suppress(sqlite3.Error, KindlingError):
-        memory.index.settle_many(racy)  # else the next sync reads those files once more
-
-
 def import_bundle(
     memory,
     source: bytes | Dataset,
@@ -354,7 +346,6 @@ def import_bundle(
             on_conflict=on_conflict,
             progress=stage,
             record=memory.record,
-            settle=partial(_settle, memory),
         )
     except ImportInterrupted:
         with contextlib.suppress(sqlite3.Error, KindlingError):

@@ -109,33 +109,3 @@ def written_read(
     digest = canonical.content_hash(data)
     key = trusted_stat_key(st, racy_from)
     return FileRead(rel, entity_type, stat, key, digest, data, entity, None)
-
-
-def settle(
-    conn: sqlite3.Connection,
-    paths: ObjectPaths,
-    written: list[tuple[str, tuple[int, int, int, int]]],
-) -> int:
-    """Give files recorded while too recent to trust (stat key "") their stat key, now that
-    they may be older: each (rel, identity) only while the file on disk and its row still have
-    the identity it was written with. Returns how many rows got a key."""
-    racy_from = paths.racy_from()  # before the stats it judges
-    keys = []
-    for rel, renamed in written:
-        try:
-            st = os.lstat(paths.abspath(rel))
-        except OSError:
-            continue
-        if identity(st) != renamed:
-            continue
-        key = trusted_stat_key(st, racy_from)
-        if key:
-            ino, size, mtime_ns, ctime_ns = renamed
-            keys.append((key, rel, size, mtime_ns, ctime_ns, ino))
-    before = conn.total_changes
-    conn.executemany(
-        "UPDATE files SET statkey = ? WHERE path = ? AND statkey = '' AND problem IS NULL "
-        "AND size = ? AND mtime_ns = ? AND ctime_ns = ? AND ino = ?",
-        keys,
-    )
-    return conn.total_changes - before

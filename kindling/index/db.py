@@ -293,19 +293,15 @@ class Index(IndexReader):
         """Index a file Kindling itself just wrote with `data` (what is on disk now wins)."""
         self._recheck(self.rel(path), entity_type, known=(data, entity))
 
-    def record_many(
-        self, written: Iterable[tuple[str, str | Path, bytes, dict | None]]
-    ) -> list[tuple[str, tuple[int, int, int, int]]]:
+    def record_many(self, written: Iterable[tuple[str, str | Path, bytes, dict | None]]) -> None:
         """Index files Kindling just wrote (type, path, bytes, entity or None), in one transaction.
 
         Each is read back and hash-checked (what is on disk now wins) but parsed only when it
         differs; files older than the racy window get stat keys a later sync trusts. A tuple
         may end with the file's `bulk.identity` right after its rename: while that still holds,
-        nothing is read back. Returns the (rel, identity) of those recorded too recent to
-        trust, for `settle_many` once they are older.
+        nothing is read back.
         """
         reads = []
-        racy = []
         racy_from = self.paths.racy_from()  # one clock reading, before every stat below
         for entity_type, path, data, entity, *renamed in written:
             if entity is None:  # bytes Kindling validated and wrote: decoding them is enough
@@ -316,8 +312,6 @@ class Index(IndexReader):
                 read = bulk.written_read(
                     self.paths, rel, entity_type, data, entity, renamed[0], racy_from
                 )
-                if read is not None and not read.statkey:
-                    racy.append((rel, renamed[0]))
             if read is None:
                 read = read_file_at(self.paths, rel, entity_type, known=(data, entity))
             if read is not None:
@@ -325,15 +319,6 @@ class Index(IndexReader):
         syncer = self.syncer()
         with self.transaction():
             syncer.apply(reads, [])
-        return racy
-
-    def settle_many(self, racy: list[tuple[str, tuple[int, int, int, int]]]) -> int:
-        """Give the files `record_many` found too recent to trust their stat keys, now that
-        they may be older (each only while its identity is unchanged); how many got one."""
-        if not racy:
-            return 0
-        with self.transaction() as conn:
-            return bulk.settle(conn, self.paths, racy)
 
     def recheck(self, path: str | Path) -> None:
         """Bring one file's rows in step with the disk (after Kindling deleted or moved it)."""
