@@ -28,6 +28,7 @@ from kindling.errors import CorruptFileError, KindlingError, ValidationError
 from kindling.fileio import read_regular
 from kindling.git.merge import merge_entity
 from kindling.index.bulk import identity
+from kindling.masking import compile_all
 from kindling.model import (
     ENTITY_TYPES,
     PLURAL,
@@ -322,6 +323,7 @@ def import_bundle(
     del source  # bytes given here are no longer needed once parsed
     if len(dataset) >= sha256.BULK:
         sha256.prefer_openssl()  # each entity's path and each file written are hashed
+        compile_all()  # and most of their texts masked
     normalised = dict(dataset.normalised)
     if normalised:  # the original's bundle: say how many forgotten members its capsules list
         absent = _absent_members(memory.store, dataset, _ids(dataset))

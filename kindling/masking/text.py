@@ -155,7 +155,9 @@ def _not_an_assignment(view: str, reversed_view: str, sep: int, key_start: int) 
 
 
 def _assignments(view: str) -> Iterator[Span]:
-    separators = [pattern for pattern in p.SEPARATORS_REVERSED if pattern.may_match(view)]
+    separators = [
+        pattern for pattern in p.SEPARATORS_REVERSED if (p.EAGER or pattern.may_match(view))
+    ]
     if not separators:
         return
     reversed_view, length = view[::-1], len(view)
@@ -186,7 +188,7 @@ def _assignments(view: str) -> Iterator[Span]:
 
 
 def _flags(view: str) -> Iterator[Span]:
-    if not p.FLAG.may_match(view):
+    if not (p.EAGER or p.FLAG.may_match(view)):
         return
     for m in p.FLAG.finditer(view):
         if p.CREDENTIAL_KEY.search(m.group("name")):
@@ -203,7 +205,7 @@ def _group_spans(
     With `code`, a value that reads as code or a placeholder (`$PASS`, `X`) is left alone.
     """
     for pattern in patterns:
-        if not pattern.may_match(view):
+        if not (p.EAGER or pattern.may_match(view)):
             continue
         for m in pattern.finditer(view):
             name = group or m.lastgroup
@@ -220,7 +222,7 @@ def _group_spans(
 
 
 def _pem_without_begin(view: str) -> Iterator[Span]:
-    if not p.PEM_END.may_match(view):
+    if not (p.EAGER or p.PEM_END.may_match(view)):
         return
     for m in p.PEM_END.finditer(view):
         start = cur = m.start()
@@ -253,7 +255,7 @@ def _break_before(view: str, pos: int) -> int | None:
 
 
 def _commands(view: str) -> Iterator[Span]:
-    for m in p.LOGIN_WORD.finditer(view) if p.LOGIN_WORD.may_match(view) else ():
+    for m in p.LOGIN_WORD.finditer(view) if (p.EAGER or p.LOGIN_WORD.may_match(view)) else ():
         if p.LOGIN_COMMAND.search(view, max(0, m.start() - 40), m.start()):
             found = p.LOGIN_PASSWORD.match(view, m.end())
             if found and found.group(found.lastgroup) != MASK:
@@ -264,7 +266,7 @@ def _commands(view: str) -> Iterator[Span]:
 
 
 def _discord(view: str) -> Iterator[Span]:
-    if not p.DISCORD_TAIL.may_match(view):
+    if not (p.EAGER or p.DISCORD_TAIL.may_match(view)):
         return
     for m in p.DISCORD_TAIL.finditer(view):
         head = p.DISCORD_HEAD.search(view, max(0, m.start() - 28), m.start())
@@ -273,7 +275,7 @@ def _discord(view: str) -> Iterator[Span]:
 
 
 def _telegram(view: str) -> Iterator[Span]:
-    if not p.TELEGRAM.may_match(view):
+    if not (p.EAGER or p.TELEGRAM.may_match(view)):
         return
     for m in p.TELEGRAM.finditer(view):
         bot_id = p.TELEGRAM_ID.search(view, max(0, m.start() - 10), m.start())
@@ -286,7 +288,7 @@ def _aws_secrets(view: str) -> Iterator[Span]:
     ids = sorted(
         (m.start(), m.end())
         for pattern in p.AWS_KEY_IDS
-        if pattern.may_match(view)
+        if (p.EAGER or pattern.may_match(view))
         for m in pattern.finditer(view)
     )
     for id_start, id_end in ids:
@@ -301,7 +303,7 @@ def _aws_secrets(view: str) -> Iterator[Span]:
 def _basic(view: str) -> Iterator[Span]:
     # Basic credentials are base64 of `user:password`; prose after "Basic" does not decode so.
     # A declined match is searched again one character on: "Basic Basic <credential>".
-    if not p.BASIC.may_match(view):
+    if not (p.EAGER or p.BASIC.may_match(view)):
         return
     import base64  # here: most texts never say "Basic"
     import binascii
@@ -326,10 +328,10 @@ def _token_char(char: str) -> bool:
 
 def _known_tokens(view: str) -> Iterator[Span]:
     for pattern in p.KNOWN_TOKENS:
-        if pattern.may_match(view):
+        if p.EAGER or pattern.may_match(view):
             for m in pattern.finditer(view):
                 yield m.span()
-    for m in p.STRIPE.finditer(view) if p.STRIPE.may_match(view) else ():
+    for m in p.STRIPE.finditer(view) if (p.EAGER or p.STRIPE.may_match(view)) else ():
         start = m.start() - 1
         if start >= 0 and view[start] in "sr" and (start == 0 or not _token_char(view[start - 1])):
             yield start, m.end()
@@ -383,7 +385,7 @@ def _mask_once(text: str) -> tuple[str, int, list[tuple[int, bool]]]:
     """
     # A private key block goes first, whole, so that nothing else masks a piece of it and a
     # quoted key such as `"-----BEGIN ...-----\n"` keeps its quotes and trailing escape.
-    blocks = [m.span() for m in p.PEM.finditer(text)] if p.PEM.may_match(text) else []
+    blocks = [m.span() for m in p.PEM.finditer(text)] if (p.EAGER or p.PEM.may_match(text)) else []
     if blocks:
         text = _join(text, blocks)
     spans = find_spans(_view(text))
@@ -417,6 +419,8 @@ def _uncovered_near(text: str, placed: list[tuple[int, bool]]) -> bool:
 
 def mask_text(text: str) -> tuple[str, int]:
     """Return `text` with every secret replaced by MASK, and how many were replaced."""
+    if not p.EAGER and len(text) > p.LOOK_LIMIT:
+        p.compile_all()  # compiling once costs less than looking for literals in a long text
     total = 0
     for _ in range(3):  # a second round only when a mask exposed a secret next to it
         text, count, placed = _mask_once(text)
