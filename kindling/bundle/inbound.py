@@ -8,6 +8,9 @@ decides whether the patterns run, and whatever it lets through is masked by the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from kindling.masking import mask_json, mask_text
 from kindling.secret_gate import might_hold_secret
 
@@ -15,6 +18,19 @@ from kindling.secret_gate import might_hold_secret
 FREE_TEXT = {"capsules": "intent", "summaries": "content", "pins": "reason"}
 SHORT = 100  # characters: strings up to this long are remembered
 REMEMBERED = 16_384  # strings remembered at most (then forgotten all at once): bounded memory
+T = TypeVar("T")
+
+
+def _remembered(cache: dict[str, T], compute: Callable[[str], T], text: str) -> T:
+    """`compute(text)`, kept in `cache` for a short text (emptied whole once full)."""
+    if len(text) > SHORT:
+        return compute(text)
+    found = cache.get(text)
+    if found is None:
+        if len(cache) >= REMEMBERED:
+            cache.clear()
+        found = cache[text] = compute(text)
+    return found
 
 
 class Masker:
@@ -26,24 +42,10 @@ class Masker:
 
     def text(self, text: str) -> tuple[str, int]:
         """`kindling.masking.mask_text`, remembered for short strings."""
-        if len(text) > SHORT:
-            return mask_text(text)
-        found = self._texts.get(text)
-        if found is None:
-            if len(self._texts) >= REMEMBERED:
-                self._texts.clear()
-            found = self._texts[text] = mask_text(text)
-        return found
+        return _remembered(self._texts, mask_text, text)
 
     def _gate(self, text: str) -> bool:
-        if len(text) > SHORT:
-            return might_hold_secret(text)
-        found = self._gates.get(text)
-        if found is None:
-            if len(self._gates) >= REMEMBERED:
-                self._gates.clear()
-            found = self._gates[text] = might_hold_secret(text)
-        return found
+        return _remembered(self._gates, might_hold_secret, text)
 
     def might_hold_secret(self, value: object) -> bool:
         """`kindling.secret_gate.json_might_hold_secret`, remembered for short strings."""
