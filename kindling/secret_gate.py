@@ -8,6 +8,7 @@ without any of them is stored as it is, without compiling the masking patterns.
 
 from __future__ import annotations
 
+import functools
 import re
 
 # Credential key words (password, passwd, passphrase, pass, pw, pwd, secret, token, *_key,
@@ -68,23 +69,38 @@ CONFUSABLES = str.maketrans(_LOOK_ALIKES)
 _DOTTED_TOKEN = re.compile(r"[A-Za-z0-9_-]{23}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}")
 
 
-def might_hold_secret(text: str) -> bool:
-    """False only when no masking pattern can match `text`."""
+# Answers (and masked texts, kindling.masking) for strings up to this long are remembered:
+# ids, paths and tool names recur across the thousands of entities of an import.
+SHORT = 100  # characters
+REMEMBERED = 16_384  # strings at most, least recently used forgotten first
+
+
+def _look(text: str) -> bool:
     lowered = (text if text.isascii() else text.translate(CONFUSABLES)).lower()
     return any(fragment in lowered for fragment in TRIGGERS) or (
         "." in text and _DOTTED_TOKEN.search(text) is not None
     )
 
 
+_remembered_look = functools.lru_cache(maxsize=REMEMBERED)(_look)
+
+
+def might_hold_secret(text: str) -> bool:
+    """False only when no masking pattern can match `text`."""
+    return _remembered_look(text) if len(text) <= SHORT else _look(text)
+
+
 def json_might_hold_secret(value: object) -> bool:
     """The same look over every key and string of a JSON value."""
     if isinstance(value, str):
         return might_hold_secret(value)
+    # Loops rather than any(): an import runs this for every value of every entity.
     if isinstance(value, dict):
-        return any(
-            (isinstance(k, str) and might_hold_secret(k)) or json_might_hold_secret(v)
-            for k, v in value.items()
-        )
-    if isinstance(value, (list, tuple)):
-        return any(json_might_hold_secret(v) for v in value)
+        for k, v in value.items():
+            if (isinstance(k, str) and might_hold_secret(k)) or json_might_hold_secret(v):
+                return True
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            if json_might_hold_secret(v):
+                return True
     return False

@@ -1,4 +1,4 @@
-"""An import masks each bundle entity exactly as capture would, remembering short strings."""
+"""An import masks each bundle entity exactly as capture would; masking remembers short strings."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ import entities
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kindling.bundle import inbound
-from kindling.bundle.inbound import Masker
+import kindling.masking as masking
+from kindling import secret_gate
+from kindling.bundle.inbound import inbound_entity
 from kindling.masking import mask_json, mask_scope_ids, mask_text
+from kindling.masking.text import mask_text as mask_text_ungated
 from kindling.secret_gate import json_might_hold_secret
 
 SECRETS = [
@@ -29,21 +31,33 @@ json_values = st.recursive(
 )
 
 
+def _any_secret(value: object) -> bool:
+    """The gate over a JSON value, written the plain way, to compare with the fast one."""
+    if isinstance(value, str):
+        return secret_gate._look(value)
+    if isinstance(value, dict):
+        return any(
+            (isinstance(k, str) and secret_gate._look(k)) or _any_secret(v)
+            for k, v in value.items()
+        )
+    if isinstance(value, (list, tuple)):
+        return any(_any_secret(v) for v in value)
+    return False
+
+
 @settings(max_examples=300)
 @given(json_values)
 def test_the_remembered_gate_answers_as_the_gate_does(value):
-    masker = Masker()
-    assert masker.might_hold_secret(value) == json_might_hold_secret(value)
-    assert masker.might_hold_secret(value) == json_might_hold_secret(value)  # remembered
+    assert json_might_hold_secret(value) == _any_secret(value)
+    assert json_might_hold_secret(value) == _any_secret(value)  # remembered
 
 
 @settings(max_examples=200)
 @given(texts, json_values, st.dictionaries(st.sampled_from(["sessionId", "repoId"]), texts))
 def test_an_observation_is_masked_as_the_masking_functions_mask_it(content, provenance, scope):
-    masker = Masker()
     observation = entities.observation(1, content, provenance={"v": provenance}, scopeIds=scope)
-    for _ in range(2):  # the second time from what it remembers
-        masked, count = masker.entity("observations", observation)
+    for _ in range(2):  # the second time from what masking remembers
+        masked, count = inbound_entity("observations", observation)
         text, n = mask_text(content)
         prov, m = mask_json({"v": provenance})
         ids, s = mask_scope_ids(scope)
@@ -55,17 +69,17 @@ def test_an_observation_is_masked_as_the_masking_functions_mask_it(content, prov
             assert masked is observation  # the bundle's own dict: one copy held
 
 
-def test_what_is_remembered_stays_bounded(monkeypatch):
-    monkeypatch.setattr(inbound, "REMEMBERED", 3)
-    masker = Masker()
+def test_what_is_remembered_stays_bounded():
     for i in range(10):
-        assert masker.text(f"token{i}") == mask_text(f"token{i}")
-        masker.might_hold_secret(f"value {i}")
-    assert len(masker._texts) <= 3 and len(masker._gates) <= 3
+        assert mask_text(f"token{i}") == mask_text_ungated(f"token{i}")
+        json_might_hold_secret(f"value {i}")
+    for cache in (masking._remembered_mask, secret_gate._remembered_look):
+        info = cache.cache_info()
+        assert info.maxsize == secret_gate.REMEMBERED and info.currsize <= info.maxsize
 
 
 def test_long_text_is_masked_every_time_without_being_remembered():
-    masker = Masker()
-    text = "password=hunter22x " + "x" * inbound.SHORT
-    assert masker.text(text) == mask_text(text) and masker.text(text)[1] == 1
-    assert not masker._texts
+    text = "password=hunter22x " + "x" * secret_gate.SHORT
+    before = masking._remembered_mask.cache_info().currsize
+    assert mask_text(text) == mask_text_ungated(text) and mask_text(text)[1] == 1
+    assert masking._remembered_mask.cache_info().currsize == before

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from kindling import canonical, sha256
 from kindling.bundle.format import Dataset, entity_label, parse_bundle
-from kindling.bundle.inbound import Masker
+from kindling.bundle.inbound import inbound_entity
 from kindling.bundle.recording import BackgroundRecorder
 from kindling.bundle.report import ImportReport
 from kindling.errors import CorruptFileError, KindlingError, ValidationError
@@ -158,12 +158,11 @@ def plan_import(
     decisions = []
     errors = []
     in_bundle = _ids(dataset)
-    masker = Masker()
     # Fan-out folder -> absent when planned: nothing in it to read (a new store has none).
     absent: dict[str, bool] = {}
     for etype in ENTITY_TYPES:
         for i, raw in enumerate(dataset.entities[etype]):
-            entity, masked = masker.entity(etype, raw)
+            entity, masked = inbound_entity(etype, raw)
             problems = entity_errors(etype, entity) if masked else []
             if problems:
                 label = entity_label(etype, i, raw)
