@@ -94,15 +94,18 @@ def tool_output(with_secrets: bool, size: int = 100_000) -> str:
     return "".join(parts)
 
 
-def _module_at(path: str, name: str) -> types.ModuleType:
-    source = subprocess.run(
+def _source_at(path: str) -> str:
+    return subprocess.run(
         ["git", "-C", str(ROOT), "show", f"{OLD_COMMIT}:{path}"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
+
+
+def _module_at(path: str, name: str) -> types.ModuleType:
     module = types.ModuleType(name)
-    exec(compile(source, f"{name}.py", "exec"), module.__dict__)
+    exec(compile(_source_at(path), f"{name}.py", "exec"), module.__dict__)
     return module
 
 
@@ -150,10 +153,14 @@ def _load_new() -> None:
         "kindling.masking.patterns",
     ):
         sys.modules.pop(name, None)
+    # Patterns compile on first use: compile them all, as a long text or an import does.
     importlib.import_module("kindling.masking.structured")
+    importlib.import_module("kindling.masking.patterns").compile_all()
 
 
 def timings(runs: int) -> list[tuple[str, float, float]]:
+    import kindling.masking as masking
+    from kindling import secret_gate
     from kindling.masking import mask_text as gated
     from kindling.masking.text import mask_text as new
 
@@ -170,8 +177,14 @@ def timings(runs: int) -> list[tuple[str, float, float]]:
         rows.append((label, min(a for a, _ in pairs), min(b for _, b in pairs)))
 
     # Short writes, the common case, through the gate as memory.py called it, in microseconds.
+    # Masking remembers short strings: each call here first forgets, so every one is a first.
     def old_gated(text: str) -> tuple[str, int]:
         return old(text) if old_gate(text) else (text, 0)
+
+    def first_time(text: str) -> tuple[str, int]:
+        masking._remembered_mask.cache_clear()
+        secret_gate._remembered_look.cache_clear()
+        return gated(text)
 
     for label, small in (
         ("short write the gates turn away (us)", "build finished in 0.81s, 3 files changed"),
@@ -181,16 +194,10 @@ def timings(runs: int) -> list[tuple[str, float, float]]:
             (
                 label,
                 min(cpu_ms(old_gated, small, 2000) for _ in range(runs)) * 1000,
-                min(cpu_ms(gated, small, 2000) for _ in range(runs)) * 1000,
+                min(cpu_ms(first_time, small, 2000) for _ in range(runs)) * 1000,
             )
         )
-    source = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{OLD_COMMIT}:kindling/masking.py"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    code = compile(source, "old_masking.py", "exec")
+    code = compile(_source_at("kindling/masking.py"), "old_masking.py", "exec")
     rows.append(
         (
             "compile the patterns (once per process)",
