@@ -16,25 +16,23 @@ except ImportError:
     except ImportError:  # another Python implementation
         from hashlib import sha256
 
-__all__ = ["equal", "hexdigest", "hmac_hexdigest", "prefer_openssl", "sha256"]
-BULK = 256  # files to hash at once from which OpenSSL pays for its load
+__all__ = ["equal", "hexdigest", "hmac_hexdigest", "sha256"]
+# After this many digests a process switches to OpenSSL: three times faster per small file,
+# so worth its 3 to 4 ms load once a rebuild, a big sync or an import is under way.
+BULK = 256
+_hashed = 0
 
 _BLOCK = 64  # SHA-256's block size in bytes
 _INNER = bytes(x ^ 0x36 for x in range(256))
 _OUTER = bytes(x ^ 0x5C for x in range(256))
 
 
-def prefer_openssl() -> None:
-    """Hash with OpenSSL from now on: three times faster per small file, so worth its 3 to
-    4 ms load before hashing thousands of files (a rebuild, a big sync, an import)."""
-    global sha256
-    from hashlib import sha256 as openssl
-
-    sha256 = openssl
-
-
 def hexdigest(data: bytes) -> str:
     """The SHA-256 of `data` in hex."""
+    global _hashed, sha256
+    _hashed += 1
+    if _hashed == BULK:
+        from hashlib import sha256  # OpenSSL's, from here on
     return sha256(data).hexdigest()
 
 

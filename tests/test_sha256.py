@@ -42,9 +42,12 @@ def test_a_hook_process_never_loads_openssl():
     assert out.stdout.strip() == "[]"
 
 
-def test_prefer_openssl_gives_the_same_digests(monkeypatch):
+def test_a_process_hashing_many_files_switches_to_openssl_with_the_same_digests(monkeypatch):
     monkeypatch.setattr(sha256, "sha256", sha256.sha256)  # restored afterwards
-    before = sha256.hexdigest(b"kindling")
-    sha256.prefer_openssl()
+    monkeypatch.setattr(sha256, "_hashed", 0)
+    expected = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(sha256.BULK + 1)]
+    digests = [sha256.hexdigest(str(i).encode()) for i in range(sha256.BULK - 1)]
+    assert sha256.sha256 is not hashlib.sha256  # a few files: the built-in one
+    digests += [sha256.hexdigest(str(i).encode()) for i in range(sha256.BULK - 1, sha256.BULK + 1)]
     assert sha256.sha256 is hashlib.sha256
-    assert sha256.hexdigest(b"kindling") == before
+    assert digests == expected

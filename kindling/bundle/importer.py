@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from kindling import canonical, sha256
+from kindling import canonical
 from kindling.bundle.format import Dataset, entity_label, parse_bundle
 from kindling.bundle.inbound import inbound_entity
 from kindling.bundle.recording import BackgroundRecorder
@@ -28,7 +28,6 @@ from kindling.errors import CorruptFileError, KindlingError, ValidationError
 from kindling.fileio import read_regular
 from kindling.git.merge import merge_entity
 from kindling.index.bulk import identity
-from kindling.masking import compile_all
 from kindling.model import (
     ENTITY_TYPES,
     PLURAL,
@@ -320,9 +319,6 @@ def import_bundle(
     """
     dataset = source if isinstance(source, Dataset) else parse_bundle(source)
     del source  # bytes given here are no longer needed once parsed
-    if len(dataset) >= sha256.BULK:
-        sha256.prefer_openssl()  # each entity's path and each file written are hashed
-        compile_all()  # and most of their texts masked
     normalised = dict(dataset.normalised)
     if normalised:  # the original's bundle: say how many forgotten members its capsules list
         absent = _absent_members(memory.store, dataset, _ids(dataset))

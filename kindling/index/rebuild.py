@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 from dataclasses import dataclass, field
 
-from kindling import sha256
 from kindling.index import handoff, schema
 from kindling.index.scan import buckets, read_entity_file, scan_folder, winning_rowid
 from kindling.index.schema import Problem, SyncReport
@@ -25,7 +24,6 @@ class _Rows:
 
 def build(syncer: Syncer, *, had_schema: bool, progress=None) -> SyncReport:
     """Replace every table from a fresh read of all files (inside the caller's transaction)."""
-    sha256.prefer_openssl()  # every file is hashed
     conn = syncer.conn
     old: dict[str, str] = {}
     if had_schema:

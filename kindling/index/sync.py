@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from kindling import sha256
 from kindling.index import bulk, handoff, schema
 from kindling.index.read import problem_files
 from kindling.index.scan import (
@@ -213,8 +212,6 @@ class Syncer:
             problems = self.problems()
             quiet = self._walked_problems(problems, plan.within, ())
             return SyncReport(unchanged=plan.walked - quiet, problems=problems)
-        if len(plan.changed) >= sha256.BULK:
-            sha256.prefer_openssl()
         removed = list(plan.removed)
         changed = plan.changed
         totals = [0, 0, 0, 0]

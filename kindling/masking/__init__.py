@@ -17,16 +17,7 @@ import functools
 from kindling.masking.marker import MASK
 from kindling.secret_gate import REMEMBERED, SHORT, json_might_hold_secret, might_hold_secret
 
-__all__ = ["MASK", "compile_all", "mask_json", "mask_scope_ids", "mask_text", "mask_then_cut"]
-
-
-def compile_all() -> None:
-    """Compile every masking pattern now (about 10 ms): worth it before masking many texts
-    (an import), which then skip the per-pattern look for literals that saves a hook its
-    compiling."""
-    from kindling.masking.patterns import compile_all as compile_patterns
-
-    compile_patterns()
+__all__ = ["MASK", "mask_json", "mask_scope_ids", "mask_text", "mask_then_cut"]
 
 
 def mask_text(text: str) -> tuple[str, int]:

@@ -12,6 +12,7 @@ import re
 from kindling.masking.marker import MASK  # noqa: F401 - re-exported for the pattern users
 
 LOOK_LIMIT = 16_384  # characters: a longer text compiles every pattern rather than look
+MANY_TEXTS = 256  # so does the process's this-many-th text (an import masks thousands)
 EAGER = False  # every pattern is compiled: no finder looks for a literal first any more
 
 

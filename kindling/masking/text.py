@@ -417,10 +417,16 @@ def _uncovered_near(text: str, placed: list[tuple[int, bool]]) -> bool:
     return bool(find_spans(_view("\n\n".join(text[lo:hi] for lo, hi in windows))))
 
 
+_masked = 0  # texts masked by this process
+
+
 def mask_text(text: str) -> tuple[str, int]:
     """Return `text` with every secret replaced by MASK, and how many were replaced."""
-    if not p.EAGER and len(text) > p.LOOK_LIMIT:
-        p.compile_all()  # compiling once costs less than looking for literals in a long text
+    global _masked
+    _masked += 1
+    if not p.EAGER and (len(text) > p.LOOK_LIMIT or _masked >= p.MANY_TEXTS):
+        # Compiling once now costs less than looking for literals in every text to come.
+        p.compile_all()
     total = 0
     for _ in range(3):  # a second round only when a mask exposed a secret next to it
         text, count, placed = _mask_once(text)
