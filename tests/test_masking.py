@@ -721,6 +721,15 @@ PATHOLOGICAL_UNITS += ["${pаssword=", "${password=", "$password=", "get_token(p
 BUDGET_S = 2.0  # per 100 KB input; measured runs take a small fraction of this
 
 
+def test_a_code_like_value_too_long_to_be_code_is_masked_whole():
+    # Searched again inside each code value, this text cost quadratic time; it is masked
+    # once, whole, instead.
+    masked, count = mask_text_ungated("${password=" * 10_000)
+    assert (masked, count) == ("${password=" + MASK, 1)
+    short = "token=${DB_TOKEN}"  # a short reference stays as written
+    assert mask_text_ungated(short) == (short, 0)
+
+
 def test_no_input_takes_long():
     # The one timing assertion: backtracking patterns would take minutes, not seconds.
     slow = []

@@ -284,8 +284,8 @@ def test_finding_04_fifo_at_git_config_or_hook_activity_never_hangs(tmp_path):
 # ---------------------------------------------------------------- 5. index damage recovery
 
 
-@pytest.mark.parametrize("damage", ["DROP TABLE files", "DROP TABLE meta", "DROP TABLE fts_data"])
-def test_finding_05_reindex_full_repairs_what_its_hint_names(store_dir, damage):
+def logged_then_damaged(store_dir, damage: str) -> None:
+    """One observation logged, then the index damaged behind Kindling's back."""
     import sqlite3
 
     with Memory(store_dir) as memory:
@@ -294,6 +294,11 @@ def test_finding_05_reindex_full_repairs_what_its_hint_names(store_dir, damage):
     conn.execute(damage)
     conn.commit()
     conn.close()
+
+
+@pytest.mark.parametrize("damage", ["DROP TABLE files", "DROP TABLE meta", "DROP TABLE fts_data"])
+def test_finding_05_reindex_full_repairs_what_its_hint_names(store_dir, damage):
+    logged_then_damaged(store_dir, damage)
     broken = cli_in(store_dir, "search", "tenant")
     clean_exit(broken, (0, 1))
     if broken.exit_code == 1:
@@ -313,14 +318,8 @@ def test_finding_05_reindex_full_repairs_what_its_hint_names(store_dir, damage):
     ],
 )
 def test_finding_05_bad_index_row_never_crashes_fsck(store_dir, damage):
-    import sqlite3
-
-    with Memory(store_dir) as memory:
-        memory.log("the cache key ignores the tenant")
-    conn = sqlite3.connect(store_dir / "index.sqlite")
-    conn.execute(damage)
-    conn.commit()
-    conn.close()
+    logged_then_damaged(store_dir, damage)
+    clean_exit(cli_in(store_dir, "search", "tenant"), (0, 1))
     clean_exit(cli_in(store_dir, "list", "observations"), (0, 1))
     check = cli_in(store_dir, "fsck", "--json")
     clean_exit(check, (1,))
