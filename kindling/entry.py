@@ -12,9 +12,13 @@ import os
 import sys
 
 
+def _env_store() -> str | None:
+    return os.environ.get("KINDLING_STORE") or None  # empty counts as unset, as for click
+
+
 def _fast_hook(args: list[str]) -> tuple[str, str | None] | None:
     """(EVENT, --store) when `args` is exactly `[--store PATH] hook EVENT`, else None."""
-    store = os.environ.get("KINDLING_STORE") or None
+    store = _env_store()
     if len(args) == 4 and args[0] == "--store":
         store, args = args[1], args[2:]
     elif len(args) == 3 and args[0].startswith("--store="):
@@ -43,9 +47,8 @@ def hook_main() -> None:
     if len(args) == 1 and not args[0].startswith("-"):
         from kindling.agents.hook_command import run_hook_command
 
-        run_hook_command(args[0], os.environ.get("KINDLING_STORE") or None)
+        run_hook_command(args[0], _env_store())
         return
     from kindling.cli.agents import hook_cmd
 
-    store = os.environ.get("KINDLING_STORE")
-    hook_cmd.main(args, prog_name="kindling-hook", obj={"store": store})
+    hook_cmd.main(args, prog_name="kindling-hook", obj={"store": _env_store()})
