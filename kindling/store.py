@@ -266,21 +266,15 @@ class Store:
         entity: dict,
         *,
         durable: bool = True,
-        checked: bool = False,
         renamed: list[os.stat_result] | None = None,
     ) -> tuple[Path, bytes]:
         """Validate and atomically write an entity in canonical form; returns path and bytes.
 
-        `checked` skips the validation for an entity the caller validated already (an
-        import's plan); `renamed`, when given, hears the file's stat right after its rename.
+        `renamed`, when given, hears the file's stat right after its rename.
         """
-        if not checked:
-            validate(entity_type, entity)
+        validate(entity_type, entity)
         path = self.entity_path(entity_type, entity["id"])
-        self.check_real_folders(path)
-        data = canonical.encode(entity)
-        with atomic_output(path, durable=durable, renamed=renamed) as fh:
-            fh.write(data)
+        data = self.write_checked(path, entity, durable=durable, renamed=renamed)
         return Path(path), data
 
     def write_checked(
@@ -288,22 +282,24 @@ class Store:
         path: str,
         entity: dict,
         *,
-        real_folders: set[str],
+        durable: bool = False,
+        real_folders: set[str] | None = None,
         renamed: list[os.stat_result] | None = None,
     ) -> bytes:
-        """One write of a bulk import: an entity validated already, at its `entity_path`, not
-        durable until `sync_to_disk`; returns its bytes.
+        """Write an entity validated already at its `entity_path` in canonical form (durable
+        only when asked: a bulk import syncs once with `sync_to_disk`); returns its bytes.
 
         A folder in `real_folders` was checked (or created) by an earlier write of the same
         import and is not checked again; each folder written to is added.
         """
         folder = os.path.dirname(path)
-        if folder not in real_folders:
+        if real_folders is None or folder not in real_folders:
             self.check_real_folders(path)
         data = canonical.encode(entity)
-        with atomic_output(path, durable=False, renamed=renamed) as fh:
+        with atomic_output(path, durable=durable, renamed=renamed) as fh:
             fh.write(data)
-        real_folders.add(folder)
+        if real_folders is not None:
+            real_folders.add(folder)
         return data
 
     def write_file(self, path: Path, data: bytes, *, durable: bool = True) -> None:
