@@ -4,7 +4,8 @@
 - a session has at most one open session capsule (opens are serialised per session);
 - a capsule closes once, writing its summary first;
 - a pin points at an observation or a summary and may expire;
-- forgetting keeps the record and drops its content and provenance.
+- forgetting keeps the record and drops its words, and those of copies quoting them
+  (kindling.forgetting).
 
 Every text that reaches a file is masked first. Writes go through `write`, which stores the
 file and then indexes it, so what was just written is found at once.
@@ -18,14 +19,14 @@ from typing import NamedTuple
 
 from kindling import sha256
 from kindling.clock import now_ms
-from kindling.errors import KindlingError, ValidationError
+from kindling.errors import CorruptFileError, KindlingError, ValidationError
+from kindling.forgetting import ForgetReport, Plan, Step, plan_forget, plan_matching
 from kindling.lookup import Lookup
 from kindling.masking import mask_json, mask_scope_ids, mask_text
 from kindling.model import (
     MAX_TIMESTAMP_MS,
     OBSERVATION_KINDS,
     PLURAL,
-    REDACTED_CONTENT,
     new_id,
     scope_errors,
     validate,
@@ -258,30 +259,76 @@ class Capture:
         self.store.remove("pins", found.entity["id"])
         return found.entity, path
 
-    def forget(self, observation_id: str) -> tuple[Written, Path | None]:
-        """Redact an observation: the record stays, its content and provenance go.
+    def forget(self, ref: str, *, dry_run: bool = False) -> tuple[Written, ForgetReport]:
+        """Forget an observation, capsule, summary or pin (id or unique prefix); for an
+        observation, also the copies of its text in its capsules' intents and summaries.
 
-        Also returns the path of a misplaced copy it removed (search finds such a file, so
-        forget must reach it too): redacted at the place its id names, the copy deleted.
+        Returns the entity as stored afterwards (as it is, in a dry run) and the report.
         """
-        found = self.lookup.resolve(observation_id, "observations")
-        target = found.entity["id"]
-        home = self.store.path_for("observations", target)
-        stray = Path(found.path) if Path(found.path) != home else None
-        with self.store.locked("observations", target):
-            observation = self.store.load("observations", target)
-            if observation is None and stray is not None:
-                observation = self.store.load_path("observations", stray)[0]
-                if observation["id"] != target:
-                    raise KindlingError(f"{stray} changed while forgetting; nothing was done")
-            elif observation is None:
-                observation = self.lookup.load_for_update("observations", target)  # not found
-            else:
-                stray = None  # the file at home is the one found from now on
-            if observation["redacted"] and stray is None:
-                return Written("observations", observation, home), None
-            observation.update(content=REDACTED_CONTENT, provenance={}, redacted=True)
-            written = self.write("observations", observation, 0)
-            if stray is not None:
-                stray.unlink(missing_ok=True)
-            return written, stray
+        found = self.lookup.resolve(ref)
+        plan = plan_forget(self.store, found.entity_type, found.entity, found.path)
+        report, done = self._carry_out(plan, dry_run)
+        if found.path in done:
+            return done[found.path], report
+        etype, target = found.entity_type, found.entity["id"]
+        home = self.store.path_for(etype, target)
+        entity = self.store.load(etype, target) if not dry_run else None
+        if entity is not None:
+            return Written(etype, entity, home), report
+        return Written(etype, found.entity, Path(found.path)), report
+
+    def forget_matching(self, needle: str, *, dry_run: bool = False) -> ForgetReport:
+        """Forget every entity whose words hold `needle` (exact, case-sensitive), found by
+        reading every file, and what quotes the observations among them."""
+        return self._carry_out(plan_matching(self.store, needle), dry_run)[0]
+
+    def _carry_out(self, plan: Plan, dry_run: bool) -> tuple[ForgetReport, dict[str, Written]]:
+        report = ForgetReport(dry_run=dry_run, problems=list(plan.problems))
+        done: dict[str, Written] = {}
+        for step in plan.ordered():
+            if dry_run:
+                report.forgotten.append(step)
+                continue
+            written, touched = self._rewrite(step)
+            report.touched.extend(touched)
+            if written is not None:
+                report.forgotten.append(step)
+                done[step.path] = written
+        return report, done
+
+    def _rewrite(self, step: Step) -> tuple[Written | None, list[Path]]:
+        """Apply one step to the file it names, under the entity's lock; what was written
+        (None: nothing left to change) and the misplaced files rewritten or removed.
+
+        A misplaced copy (search finds such a file, so forget must reach it) is redacted at
+        the place its id names and removed, or, when a file is there already, redacted where
+        it lies: both copies stay, neither with the text.
+        """
+        etype, target = step.entity_type, step.entity_id
+        home = self.store.path_for(etype, target)
+        found = Path(step.path)
+        with self.store.locked(etype, target):
+            if found == home:
+                entity = self.store.load(etype, target)
+                if entity is None:
+                    return None, []  # removed since the plan: no text left there
+                changed = step.edit(entity)
+                return (self.write(etype, changed, 0) if changed else None), []
+            try:
+                entity = self.store.load_path(etype, found)[0]
+            except CorruptFileError:
+                if not found.exists():
+                    return None, []
+                raise
+            if entity["id"] != target:
+                raise KindlingError(f"{found} changed while forgetting; it was left as it is")
+            changed = step.edit(entity)
+            if self.store.load(etype, target) is None:
+                written = self.write(etype, changed or entity, 0)
+                found.unlink(missing_ok=True)
+                return written, [found]
+            if changed is None:
+                return None, []
+            validate(etype, changed)
+            self.store.write_checked(str(found), changed, durable=True)
+            return Written(etype, changed, found), [found]

@@ -26,6 +26,7 @@ from kindling.store import STORE_DIRNAME, Found, Store, default_init_root, locat
 if TYPE_CHECKING:
     from kindling.bundle.export import ExportReport
     from kindling.bundle.importer import ImportReport
+    from kindling.forgetting import ForgetReport
     from kindling.fsck import FsckReport
     from kindling.git.resolve import ResolveReport
     from kindling.index import Index, Problem, SyncReport
@@ -228,16 +229,37 @@ class Memory:
             pass  # the file is gone; the next sync drops its row
         return pin
 
-    def forget(self, observation_id: str) -> Written:
-        """Redact an observation: the record stays, its content and provenance go."""
-        with self.batch(), self.index.scrubbing():
-            written, stray = self._capture.forget(observation_id)
-            if stray is not None:
-                try:
-                    self.index.recheck(stray)
-                except (sqlite3.Error, KindlingError):
-                    pass  # the file is gone; the next sync drops its row
-        return written
+    def forget(self, ref: str) -> Written:
+        """Forget an observation, capsule, summary or pin by id or unique prefix (for an
+        observation, with its copies in capsule intents and summaries); the entity as stored."""
+        return self.forget_report(ref)[0]
+
+    def forget_report(self, ref: str, *, dry_run: bool = False) -> tuple[Written, ForgetReport]:
+        """`forget`, with the report of every entity changed (or, in a dry run, to change)."""
+        with self.batch(), self._scrubbing(dry_run):
+            written, report = self._capture.forget(ref, dry_run=dry_run)
+            self._recheck(report.touched)
+        return written, report
+
+    def forget_matching(self, text: str, *, dry_run: bool = False) -> ForgetReport:
+        """Forget every entity whose words hold `text` (exact, case-sensitive), found in the
+        files themselves, not the index; the report (in a dry run, of what would go)."""
+        with self.batch(), self._scrubbing(dry_run):
+            report = self._capture.forget_matching(text, dry_run=dry_run)
+            self._recheck(report.touched)
+        return report
+
+    def _scrubbing(self, dry_run: bool) -> contextlib.AbstractContextManager:
+        # A dry run writes nothing, so nothing to scrub (and rewriting the full-text segments
+        # of a big index is not free).
+        return contextlib.nullcontext() if dry_run else self.index.scrubbing()
+
+    def _recheck(self, paths: list[Path]) -> None:
+        for path in paths:
+            try:
+                self.index.recheck(path)
+            except (sqlite3.Error, KindlingError):
+                pass  # the file is redacted or gone; the next sync brings its row in step
 
     # ------------------------------------------------------------ reading
 

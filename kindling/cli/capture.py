@@ -20,7 +20,7 @@ from kindling.cli.common import (
 )
 from kindling.cli.format import echo
 from kindling.errors import KindlingError
-from kindling.model import CAPSULE_TYPES, MAX_CONTENT_BYTES, OBSERVATION_KINDS
+from kindling.model import CAPSULE_TYPES, MAX_CONTENT_BYTES, OBSERVATION_KINDS, SINGULAR
 
 
 def _report(written, json_: bool) -> None:
@@ -236,17 +236,53 @@ def unpin_cmd(ctx, pin_id, json_) -> None:
 
 
 @click.command("forget")
-@click.argument("observation_id")
+@click.argument("ref", metavar="[ID]", required=False)
+@click.option("--matching", metavar="TEXT", help="Forget every entity whose text holds TEXT.")
+@click.option("--dry-run", is_flag=True, help="List what would be forgotten; change nothing.")
 @json_option
 @click.pass_context
-def forget_cmd(ctx, observation_id, json_) -> None:
-    """Redact an observation: the record stays, content and provenance are removed.
+def forget_cmd(ctx, ref, matching, dry_run, json_) -> None:
+    """Forget an observation, capsule, summary or pin: the record stays, its text goes.
 
-    Git history still holds the old content; see the README on purging it.
+    An observation takes its copies with it: the intent of its capsule when taken from it,
+    and what its capsule's summary (or one citing it) quotes of it. --matching TEXT forgets
+    every entity whose text holds TEXT (exact, case-sensitive), read from the files. Git
+    history still holds the old text; see the README on purging it.
 
     \b
     Example:
       kindling forget 9c20f3a1
+      kindling forget --matching 'hunter2' --dry-run
     """
-    written = open_memory(ctx).forget(observation_id)
-    _report(written, json_)
+    if (ref is None) == (matching is None):
+        raise click.UsageError("give either ID or --matching TEXT")
+    if matching is not None and not matching:
+        raise click.BadParameter("must not be empty", param_hint="'--matching'")
+    memory = open_memory(ctx)
+    if matching is not None:
+        report = memory.forget_matching(matching, dry_run=dry_run)
+    else:
+        written, report = memory.forget_report(ref, dry_run=dry_run)
+    if json_ and ref is not None and not dry_run:
+        echo_json(written.entity)  # as before: the entity exactly as stored
+    elif json_:
+        echo_json(report.as_dict())
+    elif ref is not None and not dry_run:
+        echo(written.entity["id"])
+        also = [s for s in report.forgotten if s.entity_id != written.entity["id"]]
+        for step in also:
+            notice(f"Also forgot {SINGULAR[step.entity_type]} {step.entity_id}: {step.reason}.")
+    else:
+        for step in report.forgotten:
+            echo(f"{SINGULAR[step.entity_type]} {step.entity_id}")
+        if not report.forgotten:
+            notice("Nothing to forget.")
+    if report.problems:
+        if not json_:
+            for problem in report.problems:
+                notice(f"{problem.path}: {problem.reason}")
+        n = len(report.problems)
+        raise KindlingError(
+            f"{n} file{'s' if n != 1 else ''} holding the text could not be forgotten"
+            + ("" if json_ else " (listed above)")
+        )
