@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from kindling.agents.intake import TOO_DEEP, loads
 from kindling.clock import format_utc
 from kindling.errors import KindlingError
 from kindling.masking import mask_json, mask_text, mask_then_cut
@@ -25,12 +26,13 @@ RAW_DEPTH = 6
 
 
 def read_payload(data: bytes) -> dict:
-    """Parse the hook's stdin; a KindlingError says what is wrong with it."""
+    """Parse the hook's stdin, odd input kept (kindling.agents.intake); a KindlingError says
+    what is wrong with a payload that is no JSON object at all."""
     if not data.strip():
         raise KindlingError("no hook payload on stdin")
     try:
-        payload = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        payload = loads(data)
+    except ValueError as exc:
         raise KindlingError(f"hook payload is not JSON ({exc})") from None
     if not isinstance(payload, dict):
         raise KindlingError("hook payload is not a JSON object")
@@ -114,7 +116,7 @@ def _bounded(value: Any, depth: int) -> Any:
     if isinstance(value, str):
         return truncate(value, RAW_STRING_CHARS)[0]
     if depth >= RAW_DEPTH:
-        return "[... nested too deep ...]" if isinstance(value, (dict, list)) else value
+        return TOO_DEEP if isinstance(value, (dict, list)) else value
     if isinstance(value, dict):
         return {str(k): _bounded(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
@@ -123,7 +125,7 @@ def _bounded(value: Any, depth: int) -> Any:
             kept.append(f"[... {len(value) - RAW_LIST_ITEMS} more ...]")
         return kept
     if isinstance(value, float) and (value != value or abs(value) == float("inf")):
-        return None  # JSON has no NaN or Infinity
+        return None  # JSON has no NaN or Infinity (a payload read by read_payload has none)
     return value
 
 

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from kindling.agents.intake import keep_int
 from kindling.agents.payload import (
     SOURCE,
     cut,
@@ -138,10 +139,11 @@ def _bash_output(response: Any) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def exit_code(error: str) -> int | None:
-    """The exit status Claude Code reports for a failed Bash call (`Exit code 1 ...`)."""
+def exit_code(error: str) -> int | str | None:
+    """The exit status Claude Code reports for a failed Bash call (`Exit code 1 ...`); one
+    no integer field can hold stays as its digits, as every out-of-range payload number does."""
     found = _EXIT_CODE.search(error.split("\n", 1)[0])
-    return int(found.group(1)) if found else None
+    return keep_int(found.group(1)) if found else None
 
 
 def tool_record(event: str, payload: dict) -> Record | None:

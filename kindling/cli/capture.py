@@ -7,6 +7,7 @@ import sys
 import click
 
 from kindling import canonical
+from kindling.agents.intake import keep_text
 from kindling.cli.common import (
     DURATION_MS,
     TIMESTAMP,
@@ -86,7 +87,7 @@ def init_cmd(ctx: click.Context, path: str | None, claude_code: bool, local: boo
 
 def _read_content(content: str) -> str:
     if content != "-":
-        return content
+        return keep_text(content)  # argv bytes that are not UTF-8 arrive as lone surrogates
     # Read one byte past the limit so an oversized input is refused without holding it all.
     data = sys.stdin.buffer.read(MAX_CONTENT_BYTES + 1)
     if len(data) > MAX_CONTENT_BYTES:
