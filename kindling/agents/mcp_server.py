@@ -14,9 +14,16 @@ from typing import Annotated, Any, Literal
 
 from kindling import __version__
 from kindling.agents import context as agent_context
+from kindling.agents.mcp_arguments import argument_problem
 from kindling.agents.mcp_text import DEFAULT_TOKENS, render_entities, render_search
 from kindling.errors import KindlingError
-from kindling.model import CAPSULE_TYPES, ENTITY_TYPES, OBSERVATION_KINDS, SCOPE_KEYS
+from kindling.model import (
+    CAPSULE_TYPES,
+    ENTITY_TYPES,
+    MAX_TIMESTAMP_MS,
+    OBSERVATION_KINDS,
+    SCOPE_KEYS,
+)
 from kindling.repo_identity import RepoIdentity, identify
 
 INSTALL_HINT = (
@@ -44,14 +51,35 @@ EntityType = Literal[ENTITY_TYPES]  # type: ignore[valid-type]
 def _sdk():
     try:
         from mcp.server.mcpserver import MCPServer
-        from mcp.server.mcpserver.exceptions import ToolError
+        from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
         from mcp.types import CallToolResult, TextContent, ToolAnnotations
-        from pydantic import ConfigDict, Field, with_config
+        from pydantic import ConfigDict, Field, ValidationError, with_config
         from typing_extensions import TypedDict
     except ImportError:
         raise KindlingError(INSTALL_HINT) from None
+
+    class KindlingMCPServer(MCPServer):
+        """Tool errors as one line for a person: the caller's mistake, never the SDK's text."""
+
+        _schemas: dict[str, dict] | None = None
+
+        async def call_tool(self, name, arguments, context=None):
+            try:
+                return await super().call_tool(name, arguments, context)
+            except UnexpectedToolError:
+                raise  # already a generic line, and the SDK logs the crash behind it
+            except ToolError as exc:
+                if isinstance(exc.__cause__, ValidationError):
+                    if self._schemas is None:
+                        self._schemas = {t.name: t.input_schema for t in await self.list_tools()}
+                    schema = self._schemas.get(name, {})
+                    message = argument_problem(name, exc.__cause__.errors(), schema)
+                else:
+                    message = str(exc).removeprefix(f"Error executing tool {name}: ")
+                raise ToolError(message) from None
+
     return (
-        MCPServer,
+        KindlingMCPServer,
         ToolError,
         CallToolResult,
         TextContent,
@@ -120,6 +148,10 @@ def build_server(memories: list):
     Store = Annotated[
         str | None,
         Field(description=f"Which store: {', '.join(served.names)} (default: the first)"),
+    ]
+    Since = Annotated[
+        int | None,
+        Field(ge=0, le=MAX_TIMESTAMP_MS, description="Only from this epoch ms on"),
     ]
     Tokens = Annotated[
         int, Field(ge=50, le=20_000, description="Token budget of the answer (~4 chars/token)")
@@ -199,7 +231,7 @@ def build_server(memories: list):
         query: Annotated[str, Field(description="Words to look for (full text)")],
         scope: Scope = None,
         kinds: Annotated[list[Kind] | None, Field(description="Only these kinds")] = None,
-        since: Annotated[int | None, Field(ge=0, description="Only from this epoch ms on")] = None,
+        since: Since = None,
         max_results: Annotated[int, Field(ge=1, le=200, description="Most candidates")] = 10,
         max_tokens: Tokens = DEFAULT_TOKENS,
         include_redacted: bool = False,
@@ -228,7 +260,7 @@ def build_server(memories: list):
         kinds: Annotated[
             list[Kind] | None, Field(description="Observations of these kinds only")
         ] = None,
-        since: Annotated[int | None, Field(ge=0, description="Only from this epoch ms on")] = None,
+        since: Since = None,
         limit: Annotated[int, Field(ge=1, le=200)] = 20,
         max_tokens: Tokens = DEFAULT_TOKENS,
         store: Store = None,
@@ -328,7 +360,9 @@ def build_server(memories: list):
         target_type: Literal["observation", "summary"],
         target_id: Ref,
         note: Annotated[str | None, Field(description="Why it matters")] = None,
-        ttl_ms: Annotated[int | None, Field(ge=1, description="Expire after this many ms")] = None,
+        ttl_ms: Annotated[
+            int | None, Field(ge=1, le=MAX_TIMESTAMP_MS, description="Expire after this many ms")
+        ] = None,
         store: Store = None,
     ) -> CallToolResult:
         """Pin an observation or summary so every search and context returns it first."""
@@ -355,12 +389,13 @@ def build_server(memories: list):
 
 def serve(stores: list[str] | tuple[str, ...] = ()) -> None:
     """Run the server on stdin/stdout for these stores (default: the one found as usual)."""
+    from kindling.agents.mcp_stdio import run_stdio
     from kindling.memory import Memory
 
     # Missing stores are reported before the slow SDK import.
     memories = [Memory(s) for s in stores] if stores else [Memory(None)]
     try:
-        build_server(memories).run("stdio")
+        run_stdio(build_server(memories))
     finally:
         for memory in memories:
             memory.close()
