@@ -1,13 +1,16 @@
 """`kindling fsck`: check every file under objects/ (and the index) and repair what is safe.
 
 Safe repairs only: re-encode a valid but non-canonical file, move a valid file to where its id
-says it lives, rebuild the index, remove temp files older than an hour. A file that does not
-parse is never rewritten, moved or deleted: a person decides what it should say.
+says it lives, rebuild the index (scrubbing what it held of forgotten text), remove temp files
+no live writer can own. A file that does not parse is never rewritten, moved or deleted: a
+person decides what it should say.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import stat as stat_module
 import time
 from dataclasses import dataclass, field
@@ -17,9 +20,17 @@ from kindling import canonical
 from kindling.errors import KindlingError
 from kindling.fileio import is_temp_name, read_regular
 from kindling.model import ENTITY_TYPES, SINGULAR, entity_errors
+from kindling.platform import BACKEND
 from kindling.store import Store
 
+# A temp file this young may belong to a writer still at work, here or on another machine
+# sharing the folder (whose process ids mean nothing here): never touched.
+LIVE_WRITER_SECONDS = 60
+# Older than this, a temp file is stale whoever its writer was: no write takes an hour, and
+# a live process with its id is more likely a new one that reused the number.
 STALE_TEMP_SECONDS = 3600
+# fileio.atomic_output's temp names: .<name>.<pid>.<8 hex digits>.tmp
+_TEMP_NAME = re.compile(r"\..+\.([0-9]{1,10})\.[0-9a-f]{8}\.tmp\Z", re.DOTALL)
 
 # Finding kinds, in the order a report lists them.
 CHECKS = (
@@ -36,6 +47,11 @@ CHECKS = (
 )
 # The kinds `fsck --fix` repairs.
 FIXABLE = ("noncanonical", "misplaced", "temp", "index")
+SCRUBBED = (
+    "the index held words a forget took from this file (that forget, or the pull of it, was "
+    "cut short)"
+)
+SCRUB_FIX = "scrubbed from the index by fsck's sync"
 
 
 @dataclass
@@ -154,20 +170,49 @@ class _Checker:
         self.report.checked += 1
         self.entity_file(path, rel, data)
 
+    def walk_outside_objects(self) -> None:
+        """Temp files elsewhere in the store (config, .gitignore and .gitattributes are
+        written the same way); nothing else there is fsck's to judge."""
+        root = self.store.root
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            here = Path(dirpath)
+            if here == root and "objects" in dirnames:
+                dirnames.remove("objects")  # walked file by file already
+            dirnames[:] = sorted(d for d in dirnames if not (here / d).is_symlink())
+            for name in sorted(filenames):
+                if not is_temp_name(name):
+                    continue
+                try:
+                    st = (here / name).lstat()
+                except FileNotFoundError:
+                    continue  # renamed into place by its writer since the listing
+                self.temp(here / name, self.rel(here / name), st)
+
     def temp(self, path: Path, rel: str, st: os.stat_result) -> None:
-        age = self.now - st.st_mtime
-        if age <= STALE_TEMP_SECONDS:
+        why = stale_temp(path.name, self.now - st.st_mtime)
+        if why is None:
             return  # a writer may still own it
-        reason = f"stale temp file left by an interrupted write ({age / 3600:.1f} h old)"
+        reason = f"stale temp file left by an interrupted write ({why})"
         fixed = None
         if self.fix:
             try:
-                path.unlink()
-                fixed = "removed"
+                again = path.lstat()
             except FileNotFoundError:
-                fixed = "removed"
-            except OSError as exc:
-                reason += f"; cannot remove: {exc.strerror or exc}"
+                again = None
+            if again is None:
+                fixed = "removed"  # by its writer's rename or another fsck meanwhile
+            elif not stat_module.S_ISREG(again.st_mode):
+                reason += "; not a regular file, left alone"
+            elif _identity(again) != _identity(st):
+                reason += "; written to while checking, left alone"
+            else:
+                try:
+                    path.unlink()
+                    fixed = "removed"
+                except FileNotFoundError:
+                    fixed = "removed"
+                except OSError as exc:
+                    reason += f"; cannot remove: {exc.strerror or exc}"
         self.problem(rel, "temp", reason, fixed)
 
     # ------------------------------------------------------------ one file
@@ -293,6 +338,45 @@ class _Checker:
                     )
 
 
+def stale_temp(name: str, age: float) -> str | None:
+    """Why a temp file `age` seconds old can no longer be a live writer's; None if it may be.
+
+    Young files are always left alone; after that, the process id in the name decides: a
+    process that is gone writes no more. Past STALE_TEMP_SECONDS nobody is still writing.
+    """
+    if age < LIVE_WRITER_SECONDS:
+        return None
+    if age > STALE_TEMP_SECONDS:
+        return f"{age / 3600:.1f} h old"
+    match = _TEMP_NAME.match(name)
+    if match is None:
+        return None  # not named by Kindling: no writer to ask about
+    pid = int(match.group(1))
+    if pid == os.getpid() or _pid_alive(pid):
+        return None
+    minutes = age / 60
+    return f"its writer, process {pid}, is gone; {minutes:.0f} min old"
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int]:
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether a process with this id runs here (True when that cannot be told)."""
+    if BACKEND == "windows":
+        return True  # os.kill there ends a process rather than asking about it
+    if not 0 < pid < 2**31:
+        return True  # no process id: not a name this process's fileio wrote
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process: alive
+    return True
+
+
 def _real_folders(store: Store, path: Path) -> bool:
     try:
         store.check_real_folders(path)
@@ -325,6 +409,7 @@ def fsck(
     """Check the whole store; with `fix`, make the safe repairs and record each one."""
     checker = _Checker(store, fix=fix, now=time.time() if now is None else now)
     checker.walk()
+    checker.walk_outside_objects()
     checker.cross_checks()
     if check_index:
         checker.report.problems.extend(index_problems(store, fix=fix))
@@ -340,25 +425,37 @@ def index_problems(store: Store, *, fix: bool = False) -> list[Finding]:
     import sqlite3
 
     from kindling.index import Index
+    from kindling.index.rebuild import FORGOTTEN
 
     rel = _index_rel(store)
     index = None
     try:
         index = Index(store)
         # A stale index is routine (a checkout, a merge): every read syncs it, so does fsck.
-        # What a sync leaves wrong is damage.
-        index.sync()
-        found = [Finding(_display_rel(store, p.path), "index", p.reason) for p in index.verify()]
-        if found and fix:
-            index.rebuild()
+        # What a sync leaves wrong is damage. A row it had to scrub is reported as well: its
+        # file was forgotten (or a forget pulled in) without the index following.
+        syncer = index.syncer()
+        syncer.sync()
+        found = [
+            Finding(_display_rel(store, syncer.paths.abspath(r)), "index", SCRUBBED, SCRUB_FIX)
+            for r in syncer.scrubbed
+        ]
+        damage = [Finding(_display_rel(store, p.path), "index", p.reason) for p in index.verify()]
+        forgotten = bool(found) or any(p.reason in FORGOTTEN for p in damage)
+        if damage and fix:
+            with index.scrubbing():  # what the rebuild drops is zeroed, the WAL truncated
+                index.rebuild()
+        if forgotten and fix:
+            _compact(index)
+        if damage and fix:
             left = index.verify()
-            for problem in found:
+            for problem in damage:
                 problem.fixed = None if left else "index rebuilt from the files"
-            found.extend(
+            damage.extend(
                 Finding(_display_rel(store, p.path), "index", f"{p.reason} (after a rebuild)")
                 for p in left
             )
-        return found
+        return found + damage
     except (sqlite3.Error, OSError) as exc:
         problem = Finding(rel, "index", f"index cannot be read: {exc}")
         if fix:
@@ -376,6 +473,17 @@ def index_problems(store: Store, *, fix: bool = False) -> list[Finding]:
     finally:
         if index is not None:
             index.close()
+
+
+def _compact(index) -> None:
+    """Rewrite the index file whole: pages freed before any scrub (by merges, or with
+    secure_delete off) may still hold forgotten text, and VACUUM keeps no free page."""
+    import sqlite3
+
+    with contextlib.suppress(sqlite3.Error):
+        index.conn.execute("VACUUM")
+    with contextlib.suppress(sqlite3.Error):
+        index.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def _index_rel(store: Store) -> str:

@@ -172,29 +172,44 @@ def test_clean_store_exits_zero(store_dir):
     }
 
 
-def test_temp_files_only_cleaned_when_older_than_an_hour(tmp_path):
+# Above Linux's largest pid_max (2**22): no process ever has this id.
+DEAD_PID = 4_194_999
+
+
+def test_temp_files_removed_only_when_no_live_writer_can_own_them(tmp_path):
     root = copy_store("conflicted", tmp_path)
     (root / "objects/capsules/04/cap_0001.json").unlink()
     bucket = root / "objects" / "observations" / "f2"
-    young = bucket / ".obs-0001.json.123.abcd1234.tmp"
-    old = bucket / ".obs-0001.json.456.deadbeef.tmp"
-    young.write_bytes(b'{"half": ')
-    old.write_bytes(b"")
-    hours_ago = time.time() - STALE_TEMP_SECONDS - 60
-    os.utime(old, (hours_ago, hours_ago))
-    os.utime(young, (time.time() - STALE_TEMP_SECONDS + 60,) * 2)
+    now = time.time()
+
+    def temp(name: str, age: float) -> Path:
+        path = bucket / name
+        path.write_bytes(b'{"half": ')
+        os.utime(path, (now - age, now - age))
+        return path
+
+    young = temp(f".obs-0001.json.{DEAD_PID}.abcd1234.tmp", 20)  # maybe another machine's
+    live = temp(f".obs-0001.json.{os.getppid()}.cafe0001.tmp", 600)  # its writer still runs
+    unnamed = temp(".notes.tmp", 600)  # no pid to ask about
+    dead = temp(f".obs-0001.json.{DEAD_PID}.deadbeef.tmp", 120)
+    old = temp(f".obs-0001.json.{os.getppid()}.0123abcd.tmp", STALE_TEMP_SECONDS + 60)
 
     result = run_fsck(root)
     assert result.exit_code == 1
-    assert result.output.startswith(
-        "objects/observations/f2/.obs-0001.json.456.deadbeef.tmp: temp: stale temp file"
+    lines = result.output.splitlines()
+    assert sorted(lines[:-1]) == sorted(
+        [
+            f"objects/observations/f2/{dead.name}: temp: stale temp file left by an interrupted "
+            f"write (its writer, process {DEAD_PID}, is gone; 2 min old)",
+            f"objects/observations/f2/{old.name}: temp: stale temp file left by an interrupted "
+            "write (1.0 h old)",
+        ]
     )
-    assert "123.abcd1234" not in result.output
     fixed = run_fsck(root, "--fix")
     assert fixed.exit_code == 0
-    assert "[fixed: removed]" in fixed.output
-    assert not old.exists()
-    assert young.exists()
+    assert fixed.output.count("[fixed: removed]") == 2
+    assert not dead.exists() and not old.exists()
+    assert young.exists() and live.exists() and unnamed.exists()
     assert run_fsck(root).exit_code == 0
 
 

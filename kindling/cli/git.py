@@ -115,8 +115,9 @@ def git_setup_cmd(ctx: click.Context, command: str | None) -> None:
 def fsck_cmd(ctx: click.Context, fix: bool, json_: bool) -> None:
     """Check every entity file and the index; exit 0 when clean, 1 otherwise.
 
-    --fix re-encodes valid non-canonical files, moves misplaced ones, rebuilds the index and
-    removes temp files older than an hour. Files that do not parse are never touched.
+    --fix re-encodes valid non-canonical files, moves misplaced ones, rebuilds the index
+    (scrubbing any text of forgotten observations left in it) and removes temp files whose
+    writer is gone. Files that do not parse are never touched.
 
     \b
     Example:
@@ -141,9 +142,9 @@ def fsck_cmd(ctx: click.Context, fix: bool, json_: bool) -> None:
             summary += ", no problems"
         else:
             summary += f", {len(report.problems)} problem(s)"
-            if fix:
+            if fix or fixed:  # a check may repair as it goes (the index's sync scrubs)
                 summary += f", {fixed} fixed, {left} left"
-            elif any(p.check in FIXABLE for p in report.problems):
+            if not fix and any(p.check in FIXABLE and not p.fixed for p in report.problems):
                 summary += "; `kindling fsck --fix` repairs the safe ones"
         echo(summary)
     if not report.ok:

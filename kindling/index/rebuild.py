@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import gc
+import sqlite3
 from dataclasses import dataclass, field
 
 from kindling.index import handoff, schema
 from kindling.index.scan import buckets, read_entity_file, scan_folder, winning_rowid
 from kindling.index.schema import Problem, SyncReport
-from kindling.index.sync import Syncer
+from kindling.index.sync import Syncer, forgets, may_forget
 
 
 @dataclass
@@ -20,6 +21,8 @@ class _Rows:
     fts: list[tuple[int, str]] = field(default_factory=list)
     folders: list[tuple] = field(default_factory=list)
     owners: dict[tuple[str, str], list[tuple[str, int]]] = field(default_factory=dict)
+    # Rows that may have forgotten words (see sync.forgets), by path: checked against the old.
+    marked: dict[str, tuple] = field(default_factory=dict)
 
 
 def build(syncer: Syncer, *, had_schema: bool, progress=None) -> SyncReport:
@@ -47,9 +50,21 @@ def build(syncer: Syncer, *, had_schema: bool, progress=None) -> SyncReport:
     conn.execute("PRAGMA cache_size = -65536")
     # A running watcher's published state outlives the rebuild, so readers keep trusting it.
     watcher = None
+    secure_was = None
     if had_schema:
         watcher = conn.execute("SELECT value FROM meta WHERE key = 'watcher'").fetchone()
-    schema.create(conn)
+        forgotten = _newly_forgotten(conn, rows.marked)
+        if forgotten:
+            # The old tables hold text these files no longer have: their pages are zeroed
+            # as they are dropped, so the free list keeps none of it.
+            syncer.scrubbed.extend(forgotten)
+            secure_was = conn.execute("PRAGMA secure_delete").fetchone()[0]
+            conn.execute("PRAGMA secure_delete = ON")
+    try:
+        schema.create(conn)
+    finally:
+        if secure_was is not None:
+            conn.execute(f"PRAGMA secure_delete = {int(secure_was)}")
     if watcher is not None:
         conn.execute("INSERT INTO meta(key, value) VALUES ('watcher', ?)", watcher)
     rows.files.sort(key=lambda row: row[1])  # the path index fills fastest in order
@@ -106,7 +121,10 @@ def _read_all(
             file_rows.append(row)
             if entity is None:
                 continue
-            entity_rows.append(schema.entity_row(fid, etype, entity))
+            entity_row = schema.entity_row(fid, etype, entity)
+            entity_rows.append(entity_row)
+            if may_forget(entity_row):
+                rows.marked[rel] = entity_row
             text = schema.searchable_text(etype, entity)
             if text is not None:
                 fts_rows.append((fid, text))
@@ -120,6 +138,35 @@ def _read_all(
                 report.unchanged += 1
         rows.folders.append((rel_folder, len(items), None if racy else fingerprint))
     return rows
+
+
+def _newly_forgotten(conn: sqlite3.Connection, marked: dict[str, tuple]) -> list[str]:
+    """The paths among `marked` whose old rows still hold words a forget took away."""
+    out: list[str] = []
+    rels = sorted(marked)
+    for start in range(0, len(rels), 500):
+        chunk = rels[start : start + 500]
+        marks = ", ".join("?" * len(chunk))
+        rows = conn.execute(
+            "SELECT f.path, e.redacted, e.json FROM files f JOIN entities e ON e.rowid = f.id "
+            f"WHERE f.path IN ({marks})",
+            chunk,
+        )
+        out.extend(rel for rel, redacted, old in rows if forgets(redacted, old, marked[rel]))
+    return out
+
+
+# Reasons `verify` gives for words a forget took from a file that the index still holds.
+FORGOTTEN_TEXT = "the index still holds words a forget took from this file"
+FORGOTTEN_TERMS = (
+    "the full-text index's old segments still hold terms under this forgotten observation's "
+    "row (text its file no longer has)"
+)
+FORGOTTEN = (FORGOTTEN_TEXT, FORGOTTEN_TERMS)
+
+
+# Where a verify row (files.id, hash, problem, then the entity row) holds the redacted flag.
+_REDACTED = 3 + [c.strip() for c in schema.ENTITY_COLUMNS.split(",")].index("redacted")
 
 
 def verify(syncer: Syncer, index_path: str) -> list[Problem]:
@@ -138,10 +185,15 @@ def verify(syncer: Syncer, index_path: str) -> list[Problem]:
     rows = {
         r[0]: r[1:]
         for r in conn.execute(
-            f"SELECT f.path, f.hash, f.problem, {columns} FROM files f "
+            f"SELECT f.path, f.id, f.hash, f.problem, {columns} FROM files f "
             "LEFT JOIN entities e ON e.rowid = f.id"
         )
     }
+    try:
+        texts: dict[int, str] | None = dict(conn.execute("SELECT rowid, body FROM fts"))
+    except sqlite3.DatabaseError:
+        texts = None  # the full-text tables are damaged: the integrity check said so
+    forgotten: dict[int, str] = {}  # rowid -> path of every redacted observation's file
     racy_from = syncer.paths.racy_from()
     for rel, etype, st in syncer.files():
         read = read_entity_file(syncer.paths, rel, etype, st, racy_from)
@@ -151,12 +203,32 @@ def verify(syncer: Syncer, index_path: str) -> list[Problem]:
         row = rows.pop(rel, None)
         if row is None:
             out.append(Problem(path, "not in the index"))
-        elif row[0] != read.hash:
-            out.append(Problem(path, "the index holds an older version of this file"))
-        elif read.entity is not None and row[2:] != schema.entity_row(row[2], etype, read.entity):
+            continue
+        fid, entity = row[0], read.entity
+        if entity is None:  # a problem file: only its hash is recorded
+            if row[1] != read.hash:
+                out.append(Problem(path, "the index holds an older version of this file"))
+            continue
+        fresh = schema.entity_row(row[3], etype, entity)
+        text = schema.searchable_text(etype, entity)
+        redacted = etype == "observations" and text is None
+        if redacted:
+            forgotten[fid] = path
+        if row[1] != read.hash:
+            why = "the index holds an older version of this file"
+        elif row[3:] != fresh:
             # Compared column by column as a fresh index would hold it: a damaged row (a
             # value of the wrong type, JSON that does not parse) is found, never decoded.
-            out.append(Problem(path, "the index holds a different entity for this file"))
+            why = "the index holds a different entity for this file"
+        elif texts is not None and texts.get(fid) != text:
+            why = "the index's full-text row differs from this file's text"
+        else:
+            continue
+        if (redacted and texts is not None and fid in texts) or (
+            row[3] is not None and forgets(row[_REDACTED], row[-1], fresh)
+        ):
+            why = FORGOTTEN_TEXT  # whatever else is stale, this is what someone asked to lose
+        out.append(Problem(path, why))
     for rel in sorted(rows):
         out.append(Problem(syncer.paths.abspath(rel), "in the index but no longer on disk"))
     orphans = conn.execute(
@@ -165,7 +237,103 @@ def verify(syncer: Syncer, index_path: str) -> list[Problem]:
     ).fetchone()[0]
     if orphans:
         out.append(Problem(index_path, f"{orphans} orphan rows"))
+    reported = {p.path for p in out}
+    for fid in sorted(_in_segments(conn, set(forgotten))):
+        if forgotten[fid] not in reported:
+            out.append(Problem(forgotten[fid], FORGOTTEN_TERMS))
     return out
+
+
+# FTS5 keeps its index in the fts_data table: segment leaves at rowids that carry the segment
+# id above bit 37, a doclist-index flag and tree height in bits 31-36, the page number below.
+_LEAF_FLAGS = (1 << 37) - (1 << 31)
+_FIRST_TOMBSTONE_SEGMENT = 1 << 16  # 3.44+ keeps contentless-delete tombstones there
+
+
+def _in_segments(conn: sqlite3.Connection, wanted: set[int]) -> set[int]:
+    """Those of `wanted` rowids that some full-text segment still holds positions for.
+
+    A document FTS5 deletes without its secure-delete option keeps its entries (terms and
+    positions) in the old segments, cancelled by a delete marker in a newer one, until a merge
+    brings the two together; queries and fts5vocab never show them. So the leaves are read
+    as the FTS5 file format describes them (fts5_index.c): every entry with a position list.
+    Leaves that do not decode are left to the integrity check.
+    """
+    if not wanted:
+        return set()
+    found: set[int] = set()
+    pending = None  # (leaf id, rowid) whose position list starts on the next leaf
+    try:
+        for leaf, block in conn.execute("SELECT id, block FROM fts_data WHERE id > 10 ORDER BY id"):
+            if not isinstance(leaf, int) or not isinstance(block, bytes):
+                pending = None
+            elif leaf & _LEAF_FLAGS or leaf >> 37 >= _FIRST_TOMBSTONE_SEGMENT:
+                pending = None  # a doclist index or a tombstone page: no entries of its own
+            else:
+                carried = pending if pending is not None and pending[0] == leaf - 1 else None
+                try:
+                    pending = _leaf_entries(block, carried, leaf, wanted, found)
+                except (IndexError, ValueError):
+                    pending = None
+    except sqlite3.DatabaseError:
+        pass  # no segments to read: the integrity check names the damage
+    return found
+
+
+def _leaf_entries(
+    block: bytes, pending: tuple[int, int] | None, leaf: int, wanted: set[int], found: set[int]
+) -> tuple[int, int] | None:
+    """Add to `found` the wanted rowids with positions on one leaf; the rowid left pending."""
+    size = int.from_bytes(block[2:4], "big")  # where the page footer (term offsets) starts
+    first_rowid = int.from_bytes(block[0:2], "big")  # a doclist continued from the last leaf
+    if pending is not None:
+        header, _ = _varint(block, 4)
+        if header >> 1 and pending[1] in wanted:
+            found.add(pending[1])
+    terms, at, offset = [], size, 0
+    while at < len(block):
+        delta, at = _varint(block, at)
+        offset += delta
+        terms.append(offset)
+    regions = []
+    if first_rowid:
+        regions.append((first_rowid, terms[0] if terms else size))
+    for n, start in enumerate(terms):
+        if n == 0:  # the first term on a leaf is whole
+            length, at = _varint(block, start)
+        else:  # later ones share a prefix with the one before
+            _, at = _varint(block, start)
+            length, at = _varint(block, at)
+        regions.append((at + length, terms[n + 1] if n + 1 < len(terms) else size))
+    left = None
+    for at, end in regions:
+        if at >= end:
+            continue
+        rowid, at = _varint(block, at)
+        while True:
+            if at >= end:  # the leaf ends right after this rowid
+                left = (leaf, rowid)
+                break
+            header, at = _varint(block, at)  # bytes * 2, plus 1 for a delete marker
+            if header >> 1 and rowid in wanted:
+                found.add(rowid)
+            at += header >> 1
+            if at >= end:
+                break
+            delta, at = _varint(block, at)
+            rowid += delta
+    return left
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """SQLite's varint (big-endian, 7 bits a byte, a whole 9th byte) at `at`; value, next."""
+    value = 0
+    for i in range(8):
+        byte = data[at + i]
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value, at + i + 1
+    return (value << 8) | data[at + 8], at + 9
 
 
 class _Rollback(Exception):

@@ -13,6 +13,7 @@ changes is one short write transaction.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import stat as stat_module
@@ -37,9 +38,34 @@ from kindling.index.scan import (
     winning_rowid,
 )
 from kindling.index.schema import FileRead, Problem, SyncReport
-from kindling.model import ENTITY_TYPES
+from kindling.model import ENTITY_TYPES, REDACTED_CONTENT
 
 CHUNK = 2_000  # files re-read and applied per write transaction
+
+# Forgetting turns every forgotten text into this marker (kindling.forgetting); an entity's
+# JSON holds it verbatim.
+_FORGOTTEN = REDACTED_CONTENT.encode()
+_REDACTED = [c.strip() for c in schema.ENTITY_COLUMNS.split(",")].index("redacted")
+
+
+def may_forget(new_row: tuple) -> bool:
+    """Whether an entity row could be a forget's work (cheap: most rows are not)."""
+    return bool(new_row[_REDACTED]) or _FORGOTTEN in new_row[-1]
+
+
+def forgets(old_redacted: object, old_json: object, new_row: tuple) -> bool:
+    """Whether replacing an entity row (its redacted flag and JSON) with `new_row` drops words
+    a forget took away: an observation redacted, or more forgotten-text markers than before."""
+    if new_row[_REDACTED] and not old_redacted:
+        return True
+    new_json = new_row[-1]
+    if _FORGOTTEN not in new_json:
+        return False
+    if isinstance(old_json, str):
+        old_json = old_json.encode()
+    if not isinstance(old_json, bytes):
+        return True  # a damaged row: whatever it held may be what was forgotten
+    return new_json.count(_FORGOTTEN) > old_json.count(_FORGOTTEN)
 
 
 @dataclass
@@ -85,6 +111,11 @@ class Syncer:
         self.watch_lock = watch_lock
         self.walked = 0  # files the last sync stat'ed
         self.watcher = False  # whether a watcher held the lock during the last sync
+        # Files whose rows held words a forget took from the file (one that reached the file
+        # but not the index, or one pulled in): scrubbed from the index as they were replaced.
+        self.scrubbed: list[str] = []
+        self._secure_was: int | None = None  # secure_delete before this apply turned it on
+        self._rewritten = False  # segments rewritten since the last WAL checkpoint
 
     def problems(self) -> list[Problem]:
         return problem_files(self.conn, self.paths)
@@ -236,6 +267,8 @@ class Syncer:
                         handoff.store_dirs(self.conn, dirs, racy_from, full=full)
                     if full:
                         self._sweep()
+            if self._rewritten:
+                self.checkpoint()
             totals = [a + b for a, b in zip(totals, done, strict=True)]
             del reads
         counts = RowCounts(*totals)
@@ -263,7 +296,30 @@ class Syncer:
         return sum(r not in changed for r in walked)
 
     def apply(self, reads: list[FileRead], removed: list[str]) -> RowCounts:
-        """Write row changes inside the caller's transaction."""
+        """Write row changes inside the caller's transaction.
+
+        A row replaced by one that forgot words (a redacted observation, a summary whose quote
+        became the forgotten-text marker), or a removed copy of an observation, is deleted the
+        way `Index.scrubbing` deletes: zeroed, and the full-text segments rewritten in this
+        same transaction, so a crash cannot leave the rows changed and the old terms behind.
+        """
+        try:
+            counts = self._apply(reads, removed)
+            self._rewrite_segments()
+            return counts
+        finally:
+            self._end_scrub()
+
+    def checkpoint(self) -> None:
+        """Copy the WAL into the index and truncate it: its old frames hold deleted text.
+
+        Best effort: a reader in another process keeps the frames it still reads.
+        """
+        self._rewritten = False
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def _apply(self, reads: list[FileRead], removed: list[str]) -> RowCounts:
         conn = self.conn
         counts = [0, 0, 0, 0]
         touched: set[tuple[str, str]] = set()
@@ -273,7 +329,7 @@ class Syncer:
             row = conn.execute("SELECT id FROM files WHERE path = ?", (rel,)).fetchone()
             if row is None:
                 continue
-            counts[2] += self._drop_entity(row[0], touched)
+            counts[2] += self._drop_entity(row[0], touched, rel, gone=True)
             conn.execute("DELETE FROM files WHERE id = ?", row)
         all_reads = reads
         if len(reads) > 1:
@@ -312,11 +368,13 @@ class Syncer:
                     "statkey = ?, hash = ?, problem = ? WHERE id = ?",
                     (*values, fid),
                 )
-                was_entity = bool(self._drop_entity(fid, touched))
-            if entity is None:
+            new_row = None if entity is None else schema.entity_row(fid, read.entity_type, entity)
+            if row is not None:
+                was_entity = bool(self._drop_entity(fid, touched, read.rel, becomes=new_row))
+            if new_row is None:
                 counts[2] += was_entity
                 continue
-            conn.execute(schema.INSERT_ENTITY, schema.entity_row(fid, read.entity_type, entity))
+            conn.execute(schema.INSERT_ENTITY, new_row)
             text = schema.searchable_text(read.entity_type, entity)
             if text is not None:
                 conn.execute("INSERT INTO fts(rowid, body) VALUES (?, ?)", (fid, text))
@@ -331,14 +389,66 @@ class Syncer:
         )
         return RowCounts(*counts)
 
-    def _drop_entity(self, fid: int, touched: set) -> int:
-        old = self.conn.execute("SELECT type, id FROM entities WHERE rowid = ?", (fid,)).fetchone()
+    def _drop_entity(
+        self, fid: int, touched: set, rel: str, *, becomes: tuple | None = None, gone: bool = False
+    ) -> int:
+        """Delete one file's entity and text rows; `becomes` is the entity row replacing them."""
+        conn = self.conn
+        old = conn.execute("SELECT type, id, redacted FROM entities WHERE rowid = ?", (fid,))
+        old = old.fetchone()
         if old is None:
             return 0
-        touched.add(tuple(old))
-        self.conn.execute("DELETE FROM fts WHERE rowid = ?", (fid,))
-        self.conn.execute("DELETE FROM entities WHERE rowid = ?", (fid,))
+        etype, eid, redacted = old
+        touched.add((etype, eid))
+        if becomes is not None and self._forgets(fid, redacted, becomes):
+            self._scrub_from_here()
+            self.scrubbed.append(rel)
+        elif gone and etype == "observations" and not redacted and self._has_copy(eid, fid):
+            # A second copy going away is how forget removes a misplaced one.
+            self._scrub_from_here()
+        conn.execute("DELETE FROM fts WHERE rowid = ?", (fid,))
+        conn.execute("DELETE FROM entities WHERE rowid = ?", (fid,))
         return 1
+
+    def _forgets(self, fid: int, redacted: int, becomes: tuple) -> bool:
+        if not may_forget(becomes):
+            return False  # the common case, decided without reading the old JSON
+        row = self.conn.execute("SELECT json FROM entities WHERE rowid = ?", (fid,)).fetchone()
+        return forgets(redacted, row[0], becomes)
+
+    def _has_copy(self, observation_id: str, fid: int) -> bool:
+        row = self.conn.execute(
+            "SELECT 1 FROM entities WHERE type = 'observations' AND id = ? AND rowid != ?",
+            (observation_id, fid),
+        ).fetchone()
+        return row is not None
+
+    def _scrub_from_here(self) -> None:
+        """Make every delete from now until the end of this apply leave no trace."""
+        if self._secure_was is not None:
+            return
+        conn = self.conn
+        self._secure_was = int(conn.execute("PRAGMA secure_delete").fetchone()[0])
+        conn.execute("PRAGMA secure_delete = ON")
+        if sqlite3.sqlite_version_info >= (3, 44, 0):
+            # From here on FTS5 removes a deleted document's entries from its segments.
+            conn.execute("INSERT INTO fts(fts, rank) VALUES ('secure-delete', 1)")
+
+    def _rewrite_segments(self) -> None:
+        """After deletes `_scrub_from_here` guarded: merge the full-text segments into one.
+
+        Old segments keep a deleted document's terms until a merge reaches them (before
+        SQLite 3.44 always); the pages the merge frees are zeroed like the rows were.
+        """
+        if self._secure_was is not None:
+            self.conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
+            self._rewritten = True
+
+    def _end_scrub(self) -> None:
+        if self._secure_was is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.execute(f"PRAGMA secure_delete = {self._secure_was}")
+            self._secure_was = None
 
     def _still_there(self, rel: str) -> bool:
         try:
@@ -406,13 +516,20 @@ class Syncer:
         ).fetchone()
         if entity_files == entities and fts_rows == searchable:
             return
-        conn.execute(
-            "DELETE FROM entities WHERE rowid NOT IN (SELECT id FROM files WHERE problem IS NULL)"
-        )
-        conn.execute(
-            "DELETE FROM fts WHERE rowid NOT IN (SELECT rowid FROM entities WHERE "
-            "type = 'summaries' OR (type = 'observations' AND redacted = 0))"
-        )
+        # Text no row should have may be text someone forgot: it leaves no trace either.
+        self._scrub_from_here()
+        try:
+            conn.execute(
+                "DELETE FROM entities WHERE rowid NOT IN "
+                "(SELECT id FROM files WHERE problem IS NULL)"
+            )
+            conn.execute(
+                "DELETE FROM fts WHERE rowid NOT IN (SELECT rowid FROM entities WHERE "
+                "type = 'summaries' OR (type = 'observations' AND redacted = 0))"
+            )
+            self._rewrite_segments()
+        finally:
+            self._end_scrub()
         # A file row without its entity row: make the next sync re-read and re-parse it.
         conn.execute(
             "UPDATE files SET hash = '', statkey = '' WHERE problem IS NULL "
