@@ -15,6 +15,7 @@ import stat as stat_module
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kindling import canonical
 from kindling.errors import KindlingError
@@ -22,6 +23,9 @@ from kindling.fileio import is_temp_name, read_regular
 from kindling.model import ENTITY_TYPES, SINGULAR, entity_errors
 from kindling.platform import BACKEND
 from kindling.store import Store
+
+if TYPE_CHECKING:
+    from kindling.index import Index
 
 # A temp file this young may belong to a writer still at work, here or on another machine
 # sharing the folder (whose process ids mean nothing here): never touched.
@@ -475,7 +479,7 @@ def index_problems(store: Store, *, fix: bool = False) -> list[Finding]:
             index.close()
 
 
-def _compact(index) -> None:
+def _compact(index: Index) -> None:
     """Rewrite the index file whole: pages freed before any scrub (by merges, or with
     secure_delete off) may still hold forgotten text, and VACUUM keeps no free page."""
     import sqlite3
