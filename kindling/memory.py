@@ -36,9 +36,16 @@ class Memory:
     """One Kindling store: capture, lookup and (through the index) retrieval."""
 
     def __init__(
-        self, store: str | os.PathLike | None = None, *, cwd: str | os.PathLike | None = None
+        self,
+        store: str | os.PathLike | None = None,
+        *,
+        cwd: str | os.PathLike | None = None,
+        autowatch: bool = False,
     ) -> None:
+        """Open a store. With `autowatch`, a read that had to walk a big store starts a
+        background watcher for the next ones (kindling.watch.daemon); never otherwise."""
         self.store = Store.open(locate(store, cwd))
+        self.autowatch = autowatch
         self._index: Index | None = None
         # Inside batch(), the first sync serves every lookup that follows.
         self._batch_sync: SyncReport | None = None
@@ -87,8 +94,8 @@ class Memory:
         """Bring the index up to date with the files (once per batch); the sync report.
 
         With `types`, only files of those types are checked, every time (capsules are few).
-        A full walk of a big store starts a background watcher (kindling.watch.daemon) so
-        that the next reader can skip it.
+        With `autowatch`, a full walk of a big store starts a background watcher
+        (kindling.watch.daemon) so that the next reader can skip it.
         """
         if types is not None:
             return self.index.sync(types=types)
@@ -99,7 +106,7 @@ class Memory:
         self._last_sync = report
         if self._batch_depth:
             self._batch_sync = report
-        if index.walked and not index.watcher:
+        if self.autowatch and index.walked and not index.watcher:
             from kindling.watch.daemon import maybe_start
 
             maybe_start(self.store, index.watch_lock_path, index.walked)
@@ -313,6 +320,7 @@ class Memory:
             "store": str(self.store.root),
             "index": str(self.index.path),
             "watcher": self.watcher(),
+            "autowatchOff": self.autowatch_off(),
             "counts": {t: counts[t] for t in ENTITY_TYPES},
             "redacted": counts["redacted"],
             "openCapsules": [
@@ -462,11 +470,40 @@ class Memory:
             "idleExitS": state.get("idleExitS"),
         }
 
-    def stop_watcher(self) -> int | None:
-        """Stop the store's running watcher; its pid, or None when none was running."""
-        from kindling.watch.daemon import stop
+    def autowatch_off(self) -> str | None:
+        """Why no watcher is started for this store by itself, or None when one may be."""
+        from kindling.watch.daemon import disabled_by
 
-        return stop(self.index.watch_lock_path)
+        return disabled_by(self.store)
+
+    def stop_watcher(self) -> int | None:
+        """Stop the store's running watcher and start none by itself in this clone until
+        `start_watcher`; the pid stopped, or None when none was running."""
+        from kindling.watch import daemon
+
+        try:
+            daemon.pause(self.store)
+        except OSError as exc:
+            raise KindlingError(f"cannot keep the watcher stopped: {exc.strerror or exc}") from None
+        return daemon.stop(self.index.watch_lock_path)
+
+    def start_watcher(self) -> int | None:
+        """Let watchers start by themselves again in this clone, and start one now unless
+        one runs; the pid started, or None when one was running already."""
+        from kindling.watch import daemon
+
+        daemon.resume(self.store)
+        lock = self.index.watch_lock_path
+        if lock is None:
+            raise KindlingError(
+                f"cannot watch {self.store.root}: there is nowhere to keep its index"
+            )
+        if daemon.running_pid(lock) is not None:
+            return None
+        try:
+            return daemon.start(self.store, lock)
+        except OSError as exc:
+            raise KindlingError(f"cannot start a watcher: {exc.strerror or exc}") from None
 
 
 __all__ = ["Found", "Memory", "Written"]

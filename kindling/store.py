@@ -2,11 +2,12 @@
 
 Layout (the source of truth; everything else is derived):
 
-    <store>/config.json                       format marker
-    <store>/.gitignore                        ignores index, locks, temp files
+    <store>/config.json                       format marker and committed settings
+    <store>/.gitignore                        ignores temp files (and what versions before 0.3 left)
     <store>/objects/<type>/<xx>/<id>.json     one canonical JSON file per entity
 
 `<xx>` is the first two hex digits of sha256(id): a fixed 256-way fan-out, as git's objects.
+The index, the locks and the watcher's files live outside the store (kindling.statedir).
 This module never touches SQLite.
 """
 
@@ -19,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from kindling import canonical, platform, sha256
+from kindling import canonical, platform, sha256, statedir
 from kindling.errors import CorruptFileError, KindlingError
 from kindling.fileio import atomic_output, fsync_dir, is_entity_name, read_regular
 from kindling.model import ENTITY_TYPES, check_id, validate
@@ -30,15 +31,39 @@ CONFIG_NAME = "config.json"
 INDEX_NAME = "index.sqlite"
 LOCKS_DIRNAME = "locks"
 
+MAX_CONFIG_BYTES = 64 * 1024
+
 GITIGNORE = """\
-# Kindling: only objects/ and config.json are memory; everything else here is derived or
-# transient and rebuilt on demand (`kindling reindex`).
-/index.sqlite
-/index.sqlite-*
-/locks/
-/watch.*
+# Kindling: only objects/ and config.json are memory. The index, locks and watcher files live
+# outside the work tree (in the git directory, or the user's cache); an interrupted write may
+# leave a temp file here. The last lines match what Kindling before 0.3 kept here.
 *.tmp
+/index.sqlite*
+/locks
+/watch.*
 """
+
+# What Kindling before 0.3 kept in the store folder: removed when a store is opened for writing.
+LEGACY_NAMES = frozenset(
+    {
+        "index.sqlite",
+        "index.sqlite-wal",
+        "index.sqlite-shm",
+        "index.sqlite-guard",
+        "index.sqlite-hooks.json",
+        "index.sqlite-hooks.json.lock",
+        "watch.lock",
+        "watch.spawn",
+        LOCKS_DIRNAME,
+    }
+)
+
+
+class Config(NamedTuple):
+    """What a store's committed config.json says, validated (it is input like any file)."""
+
+    format_version: int = FORMAT_VERSION
+    autowatch: bool = True
 
 
 class Problem(NamedTuple):
@@ -67,11 +92,6 @@ class StoredFile(NamedTuple):
 def fanout(entity_id: str) -> str:
     """The two-hex-digit directory an id lives in."""
     return sha256.hexdigest(entity_id.encode("utf-8"))[:2]
-
-
-def _cache_home() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME")
-    return Path(base) if base else Path.home() / ".cache"
 
 
 def locate(explicit: str | os.PathLike | None = None, cwd: str | os.PathLike | None = None) -> Path:
@@ -106,6 +126,8 @@ class Store:
         self.root = Path(root)
         self.objects = self.root / "objects"
         self._objects = os.fspath(self.objects)
+        self.config = Config()
+        self._state: Path | None = None
 
     # ------------------------------------------------------------ opening
 
@@ -119,7 +141,7 @@ class Store:
                 f"no Kindling store at {store.root}; run `kindling init` to create one"
             )
         if config.is_file():
-            store._check_format(config)
+            store.config = read_config(config)
         return store
 
     @classmethod
@@ -133,7 +155,7 @@ class Store:
                 (store.objects / etype).mkdir(parents=True, exist_ok=True)
             config = store.root / CONFIG_NAME
             if config.is_file():
-                store._check_format(config)
+                store.config = read_config(config)
             else:
                 store.write_file(config, canonical.encode({"formatVersion": FORMAT_VERSION}))
             gitignore = store.root / ".gitignore"
@@ -142,20 +164,6 @@ class Store:
         except OSError as exc:
             raise KindlingError(f"cannot create a store at {store.root}: {exc.strerror}") from None
         return store
-
-    def _check_format(self, config: Path) -> None:
-        try:
-            data = canonical.decode(read_regular(config) or b"")
-        except (OSError, canonical.DecodeError) as exc:
-            raise KindlingError(f"{config}: unreadable store config ({exc})") from None
-        version = data.get("formatVersion")
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise KindlingError(f"{config}: formatVersion must be an integer")
-        if version > FORMAT_VERSION:
-            raise KindlingError(
-                f"{self.root} uses store format {version}, newer than this Kindling supports "
-                f"({FORMAT_VERSION}); upgrade Kindling"
-            )
 
     # ------------------------------------------------------------ paths
 
@@ -193,12 +201,46 @@ class Store:
         return os.access(self.root, os.W_OK)
 
     @property
+    def state(self) -> Path:
+        """The folder outside the work tree holding the index, locks and watcher files."""
+        if self._state is None:
+            self._state = statedir.state_dir(self.root)
+        return self._state
+
+    def ensure_state(self) -> Path:
+        """`state`, created if needed (OSError when it cannot be)."""
+        return statedir.ensure(self.state, self.root)
+
+    @property
     def index_path(self) -> Path:
-        """The index lives in the store, or in a per-user cache when the store is read-only."""
-        if self.writable:
-            return self.root / INDEX_NAME
-        key = sha256.hexdigest(str(self.root.resolve()).encode())[:16]
-        return _cache_home() / "kindling" / key / INDEX_NAME
+        """Where the store's derived index lives (see kindling.statedir)."""
+        return self.state / INDEX_NAME
+
+    def remove_legacy(self) -> list[str]:
+        """Delete what Kindling before 0.3 kept in the store folder; the names removed.
+
+        All of it was derived or transient; a file there now is never opened (it may have
+        come in a commit), only removed, and a symlink is removed itself, never followed.
+        """
+        removed = []
+        try:
+            entries = list(os.scandir(self.root))
+        except OSError:
+            return removed
+        for entry in entries:
+            if entry.name not in LEGACY_NAMES:
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    import shutil  # only a store from before 0.3 pays for it
+
+                    shutil.rmtree(entry.path)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                continue
+            removed.append(entry.name)
+        return removed
 
     # ------------------------------------------------------------ reading
 
@@ -326,7 +368,41 @@ class Store:
     def locked(self, entity_type: str, entity_id: str) -> Iterator[None]:
         """Hold an exclusive per-entity lock for a read-modify-write (released on exit or death)."""
         check_id(entity_id)
-        lock_dir = self.root / LOCKS_DIRNAME / fanout(entity_id)
+        lock_dir = self.ensure_state() / LOCKS_DIRNAME / fanout(entity_id)
         lock_dir.mkdir(parents=True, exist_ok=True)
         with platform.locked_file(lock_dir / f"{entity_type}.{entity_id}.lock"):
             yield
+
+
+def read_config(path: Path) -> Config:
+    """Read and validate a store's config.json; a KindlingError names what is wrong.
+
+    The file is committed, so it is hostile input: bounded in size, every known key checked,
+    unknown keys (a newer Kindling's) ignored.
+    """
+    try:
+        raw = read_regular(path, follow_symlinks=False, limit=MAX_CONFIG_BYTES)
+    except OSError as exc:
+        raise KindlingError(f"{path}: unreadable store config ({exc.strerror or exc})") from None
+    if raw is None:
+        return Config()
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise KindlingError(f"{path}: store config is over {MAX_CONFIG_BYTES // 1024} KiB")
+    try:
+        data = canonical.decode(raw)
+    except canonical.DecodeError as exc:
+        raise KindlingError(f"{path}: unreadable store config ({exc})") from None
+    if not isinstance(data, dict):
+        raise KindlingError(f"{path}: the store config must be a JSON object")
+    version = data.get("formatVersion")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise KindlingError(f"{path}: formatVersion must be a positive integer")
+    if version > FORMAT_VERSION:
+        raise KindlingError(
+            f"{path.parent} uses store format {version}, newer than this Kindling supports "
+            f"({FORMAT_VERSION}); upgrade Kindling"
+        )
+    autowatch = data.get("autowatch", True)
+    if not isinstance(autowatch, bool):
+        raise KindlingError(f"{path}: autowatch must be true or false")
+    return Config(format_version=version, autowatch=autowatch)

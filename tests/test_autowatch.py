@@ -38,7 +38,7 @@ def wait_for(check, what: str, timeout: float = DEADLINE_S):
 
 
 def lock_of(store: Path) -> Path:
-    return store / "watch.lock"
+    return Store(store).state / "watch.lock"
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """What hooks did lately, for `kindling status`: a hook that exits 0 has no one to tell.
 
-One small JSON file next to the index (`index.sqlite-hooks.json`, already ignored by the
-store's .gitignore and never under objects/): per event the last capture and a count, the
+One small JSON file beside the index, in the store's state folder outside the work tree
+(`hooks.json`, see kindling.statedir): per event the last capture and a count, the
 last few errors, and every unknown event name seen. It is rewritten whole under a lock, so
 many hooks at once each leave their mark; losing it loses nothing but this report.
 """
@@ -21,10 +21,12 @@ KEEP_UNKNOWN = 20
 MAX_MESSAGE_CHARS = 300
 
 
+ACTIVITY_NAME = "hooks.json"
+
+
 def activity_path(store: Store) -> Path:
     """Where the hook activity of `store` is kept (beside its index)."""
-    index = store.index_path
-    return index.with_name(f"{index.name}-hooks.json")
+    return store.state / ACTIVITY_NAME
 
 
 def read_activity(store: Store) -> dict:
@@ -51,7 +53,7 @@ def note_activity(
     path = activity_path(store)
     now = now_ms()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        store.ensure_state()
         with platform.locked_file(f"{path}.lock"):
             data = read_activity(store)
             if not known:

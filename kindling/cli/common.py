@@ -97,10 +97,12 @@ def _carried(memory, repo: str) -> bool:
     return memory.scope_in_use({"repoId": repo})
 
 
-def open_memory(ctx: click.Context):
+def open_memory(ctx: click.Context, *, autowatch: bool = False):
+    """The store of this command line; `autowatch` for the commands that read on an agent's
+    behalf again and again (search), where a background watcher pays off."""
     from kindling.memory import Memory
 
-    return Memory(ctx.find_root().obj["store"])
+    return Memory(ctx.find_root().obj["store"], autowatch=autowatch)
 
 
 def echo_json(value: Any) -> None:

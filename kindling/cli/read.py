@@ -98,6 +98,8 @@ def status_cmd(ctx, json_) -> None:
         state = "caught up" if watcher["caughtUp"] else "catching up"
         idle = f", exits after {watcher['idleExitS']:g} s unused" if watcher["idleExitS"] else ""
         echo(f"Watcher: pid {watcher['pid']} ({state}{idle}; stop: kindling watch --stop)")
+    elif info["autowatchOff"]:
+        echo(f"Watcher: none, and none starts by itself ({info['autowatchOff']})")
     echo(f"Observations: {counts['observations']} ({info['redacted']} redacted)")
     echo(f"Capsules: {counts['capsules']} ({len(info['openCapsules'])} open)")
     echo(f"Summaries: {counts['summaries']}")

@@ -62,7 +62,7 @@ def search_cmd(
       kindling search auth --session s-1 --repo ./my-project --max 5 --json
       kindling search "TypeError: Cannot read properties of undefined" --explain
     """
-    memory = open_memory(ctx)
+    memory = open_memory(ctx, autowatch=True)
     text = " ".join(query)
     result = memory.search(
         text,

@@ -38,7 +38,16 @@ from kindling.watch.watcher import DEFAULT_DEBOUNCE_MS, DEFAULT_RECONCILE_S
     metavar="SECONDS",
     help="Exit after SECONDS in which no reader relied on the watcher and no file changed.",
 )
-@click.option("--stop", is_flag=True, help="Stop the store's running watcher, then exit.")
+@click.option(
+    "--stop",
+    is_flag=True,
+    help="Stop the store's running watcher; none starts by itself in this clone until --start.",
+)
+@click.option(
+    "--start",
+    is_flag=True,
+    help="Let watchers start by themselves again in this clone, and start one in the background.",
+)
 @click.option("--background", is_flag=True, hidden=True)
 @json_option
 @click.pass_context
@@ -48,6 +57,7 @@ def watch_cmd(
     reconcile_every: float,
     idle_exit: float | None,
     stop: bool,
+    start: bool,
     background: bool,
     json_: bool,
 ) -> None:
@@ -56,9 +66,11 @@ def watch_cmd(
     Prints one line per applied batch (what changed, how long it took), or with --json one
     JSON object per line; Ctrl-C or SIGTERM stops it. One watcher per store.
 
-    Kindling also starts one by itself, in the background, for a store big enough to need
-    it (KINDLING_AUTOWATCH=0 or `"autowatch": false` in config.json turns that off); it
-    exits after 30 idle minutes. `kindling status` shows it, `kindling watch --stop` ends it.
+    Searches and agent hooks also start one by themselves, in the background, for a store
+    big enough to need it; it exits after 30 idle minutes or when its store is deleted or
+    moved. `kindling status` shows it; `kindling watch --stop` ends it and keeps it off in
+    this clone (KINDLING_AUTOWATCH=0 for a user or machine, `"autowatch": false` in
+    config.json for everyone).
 
     \b
     Example:
@@ -66,15 +78,32 @@ def watch_cmd(
       kindling watch --debounce 100 --json
       kindling watch --stop
     """
+    if stop and start:
+        raise click.UsageError("--stop and --start cannot be used together")
     memory = open_memory(ctx)
+    if start:
+        pid = memory.start_watcher()
+        if json_:
+            _print_json({"started": pid})
+        elif pid is None:
+            click.echo(f"a watcher is already running for {memory.store.root}")
+        else:
+            click.echo(f"started a watcher for {memory.store.root} (pid {pid})")
+        return
     if stop:
         pid = memory.stop_watcher()
         if json_:
             _print_json({"stopped": pid})
         elif pid is None:
-            click.echo(f"no watcher is running for {memory.store.root}")
+            click.echo(
+                f"no watcher is running for {memory.store.root}; none will start by itself "
+                "here until `kindling watch --start`"
+            )
         else:
-            click.echo(f"stopped the watcher of {memory.store.root} (pid {pid})")
+            click.echo(
+                f"stopped the watcher of {memory.store.root} (pid {pid}); none will start "
+                "by itself here until `kindling watch --start`"
+            )
         return
     if background:
         from kindling.errors import KindlingError
@@ -119,6 +148,8 @@ def describe(event: dict) -> str | None:
         )
     if kind == "gone":
         return f"{clock} {event['store']} is gone; exiting"
+    if kind == "requested":
+        return f"{clock} asked to stop (kindling watch --stop); exiting"
     if kind == "idle":
         return f"{clock} unused for {event['seconds']:g} s; exiting"
     if kind == "stop":

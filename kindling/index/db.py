@@ -22,7 +22,7 @@ import orjson
 
 from kindling.errors import KindlingError
 from kindling.fileio import inode_of
-from kindling.index import bulk, handoff, schema, trust
+from kindling.index import bulk, fsclock, handoff, schema
 from kindling.index.read import IndexReader
 from kindling.index.scan import ObjectPaths, read_file_at
 from kindling.index.schema import Problem, SyncReport
@@ -51,11 +51,9 @@ class Index(IndexReader):
     def __init__(self, store: Store, *, path: str | os.PathLike | None = None) -> None:
         self.store = store
         self.path = Path(path) if path is not None else store.index_path
-        self.paths = ObjectPaths(store.objects)
+        self.paths = ObjectPaths(store.objects, store.state / fsclock.CLOCK_NAME)
         self._conn: sqlite3.Connection | None = None
         self._ino: int | None = None
-        self._identity: str | None = None  # what this file's identity row must say
-        self._guard: int | None = None  # held while connected (see kindling.index.trust)
         self.walked = 0  # files the last sync stat'ed
         self.watcher = False  # whether a watcher was running during the last sync
         self._open()
@@ -82,22 +80,18 @@ class Index(IndexReader):
         return version
 
     def _open(self, *, build: bool = True) -> None:
-        """Connect; a corrupt or foreign file is replaced, no usable place falls back to memory."""
-        if str(self.path) == ":memory:":  # asked for: nothing on disk to prove or guard
+        """Connect; a corrupt file is replaced, no usable place falls back to memory."""
+        if str(self.path) == ":memory:":  # asked for: nothing on disk
             if self._connect(":memory:") != schema.SCHEMA_VERSION and build:
                 self._build(only_if_stale=True)
             return
         try:
-            if trust.refuse_links(self.path):
-                # Never opened, never followed: the index lives in the per-user cache instead.
-                self.path = trust.fallback_path(self.path)
-                if trust.refuse_links(self.path):
-                    raise OSError(f"{self.path} is a symlink")
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            key = trust.machine_key(self.store.root.absolute())
-            if key is None:
-                raise OSError("no place to keep the index key")
-            self._guard = trust.hold_guard(self.path)
+            if self.path == self.store.index_path:
+                self.store.ensure_state()
+                if self.store.writable:
+                    self.store.remove_legacy()
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
                 version = self._connect(str(self.path))
             except sqlite3.DatabaseError as exc:
@@ -105,45 +99,17 @@ class Index(IndexReader):
                     raise
                 self._discard_file()
                 version = self._connect(str(self.path))
-            if not self._proven(key):
-                version = 0
-                if not self._empty():
-                    # Built elsewhere, copied or doctored: nothing in it is served.
-                    self.close()
-                    self._guard = trust.hold_guard(self.path)
-                    self._discard_file()
-                    self._connect(str(self.path))
-                    self._proven(key)
             self._ino = inode_of(self.path)
         except (OSError, sqlite3.OperationalError) as exc:
             if isinstance(exc, sqlite3.OperationalError) and _is_locked(exc):
                 raise KindlingError(_BUSY_MESSAGE) from None
-            # Nowhere to keep an index (read-only store and cache): build one in memory.
+            # Nowhere to keep an index (no writable git directory or cache): build one in memory.
             self.close()
             version = self._connect(":memory:")
             self.path = Path(":memory:")
             self._ino = None
-            self._identity = None
         if version != schema.SCHEMA_VERSION and build:
             self._build(only_if_stale=True)
-
-    def _proven(self, key: bytes) -> bool:
-        """True when the open file carries the identity only an index built here has."""
-        st = os.stat(self.path)
-        self._identity = trust.identity_for(str(self.path), st, key)
-        try:
-            row = self.conn.execute(
-                "SELECT value FROM meta WHERE key = ?", (trust.IDENTITY_KEY,)
-            ).fetchone()
-        except sqlite3.DatabaseError:
-            return False
-        return row is not None and trust.identity_holds(row[0], str(self.path), st, key)
-
-    def _empty(self) -> bool:
-        try:
-            return self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
-        except sqlite3.DatabaseError:
-            return False
 
     def _discard_file(self) -> None:
         for suffix in ("", "-wal", "-shm"):
@@ -162,9 +128,6 @@ class Index(IndexReader):
         if self._conn is not None:
             self._conn.close()
             self._conn = None
-        if self._guard is not None:
-            os.close(self._guard)  # after the connection: its WAL is settled by now
-            self._guard = None
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -346,11 +309,6 @@ class Index(IndexReader):
             report = rebuild.build(
                 self.syncer(), had_schema=version == schema.SCHEMA_VERSION, progress=progress
             )
-            if self._identity is not None:
-                conn.execute(
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                    (trust.IDENTITY_KEY, self._identity),
-                )
             return report
 
     @contextlib.contextmanager

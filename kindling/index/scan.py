@@ -12,7 +12,7 @@ from kindling.fileio import is_entity_name, read_whole
 from kindling.index import fsclock, schema
 from kindling.index.schema import FileRead
 from kindling.model import ENTITY_TYPES
-from kindling.store import LOCKS_DIRNAME, Store
+from kindling.store import Store
 
 S_IFMT, S_IFREG = 0o170000, 0o100000  # file type bits of st_mode
 _MASK = (1 << 63) - 1  # fingerprints are kept as SQLite's signed 64-bit integers
@@ -93,11 +93,11 @@ def winning_rowid(entity_type: str, entity_id: str, held: list[tuple[str, int]])
 class ObjectPaths:
     """Paths under a store's objects/ folder: as the index records them, and on disk."""
 
-    def __init__(self, objects: str | os.PathLike) -> None:
+    def __init__(self, objects: str | os.PathLike, clock: str | os.PathLike) -> None:
         self.objects = str(objects)
         self.root = Path(objects)
         self._cut = len(self.objects) + 1
-        self.clock = os.path.join(os.path.dirname(self.objects), LOCKS_DIRNAME, fsclock.CLOCK_NAME)
+        self.clock = os.fspath(clock)  # the file fsclock touches, in the store's state folder
 
     def racy_from(self) -> int:
         """Stat times at or after this are too recent to trust (kindling.index.fsclock)."""

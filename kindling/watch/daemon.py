@@ -4,70 +4,132 @@ A reader that had to stat every file of a big store (KINDLING_AUTOWATCH_MIN_FILE
 5,000) and found no watcher starts `kindling watch --background` detached, so the next
 readers skip the walk. One per store (the watch lock decides; a loser exits at once); it
 exits after KINDLING_AUTOWATCH_IDLE_S seconds (default 1,800) in which no reader relied on it
-and no file changed. It is only ever a shortcut: the files stay the truth, every writer
-indexes its own writes, and a reader that cannot trust it walks the files itself.
+and no file changed, and within a few seconds of its store being deleted or moved. It is only
+ever a shortcut: the files stay the truth, every writer indexes its own writes, and a reader
+that cannot trust it walks the files itself.
 
-Off when KINDLING_AUTOWATCH=0 (per user or machine, in the environment), when the store's
-config.json says `"autowatch": false`, and under CI (CI set) unless KINDLING_AUTOWATCH=1.
+Nothing from the repository runs in it: it is started as Python in isolated mode (no current
+folder, no PYTHON* variables on its path), from the store's state folder, outside the work
+tree. It is never signalled: `kindling watch --stop` leaves a stop request naming the token
+the running watcher wrote in its lock, and the watcher ends itself when it sees it.
+
+Off when KINDLING_AUTOWATCH=0 (per user or machine, in the environment), under CI (the
+variables the common CI systems set) unless KINDLING_AUTOWATCH=1, after `kindling watch --stop`
+in this clone (until `kindling watch --start`), and when the store's config.json says
+`"autowatch": false`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
-import signal
+import secrets
 import sys
 import time
 from pathlib import Path
 
-import orjson
-
 from kindling.errors import KindlingError
+from kindling.fileio import SAFE_OPEN_FLAGS, read_regular, write_atomic
 from kindling.index import handoff
-from kindling.store import CONFIG_NAME, Store
+from kindling.store import Store
 
 ENV = "KINDLING_AUTOWATCH"
 MIN_FILES_ENV = "KINDLING_AUTOWATCH_MIN_FILES"
 IDLE_ENV = "KINDLING_AUTOWATCH_IDLE_S"
 DEFAULT_MIN_FILES = 5_000
 DEFAULT_IDLE_S = 1_800.0
-SPAWN_NAME = "watch.spawn"  # who was started last, and when (gitignored with watch.*)
+MAX_IDLE_S = 7 * 86_400.0
+SPAWN_NAME = "watch.spawn"  # who was started last, and when
+OFF_NAME = "watch.off"  # `kindling watch --stop` in this clone: no watcher until --start
+STOP_NAME = "watch.stop"  # a stop request: the token of the watcher asked to end
 SPAWN_GRACE_S = 10.0  # a starting watcher gets this long to take its lock before another try
 FAILED_BACKOFF_S = 300.0  # after a watcher died before taking its lock, wait this long
 STOP_WAIT_S = 10.0
 _OFF = ("0", "false", "no", "off")
+_ON = ("1", "true", "yes", "on")
+
+# Set by the CI systems in common use (each one's documented variable); any of them non-empty
+# (and not "false" or "0") means this run is a CI job, where a watcher would only outlive it.
+CI_VARIABLES = (
+    "CI",
+    "CONTINUOUS_INTEGRATION",
+    "BUILD_NUMBER",  # Jenkins, TeamCity
+    "JENKINS_URL",
+    "HUDSON_URL",
+    "TF_BUILD",  # Azure Pipelines
+    "GITHUB_ACTIONS",
+    "GITLAB_CI",
+    "BUILDKITE",
+    "CIRCLECI",
+    "TRAVIS",
+    "TEAMCITY_VERSION",
+    "BITBUCKET_BUILD_NUMBER",
+    "CODEBUILD_BUILD_ID",  # AWS CodeBuild
+    "DRONE",
+    "APPVEYOR",
+    "bamboo_buildKey",
+    "GO_PIPELINE_NAME",  # GoCD
+    "SEMAPHORE",
+    "CF_BUILD_ID",  # Codefresh
+    "CIRRUS_CI",
+    "BUILDER_OUTPUT",  # Google Cloud Build
+    "HEROKU_TEST_RUN_ID",
+    "NETLIFY",
+    "VERCEL",
+    "WOODPECKER",
+    "SCREWDRIVER",
+    "BUDDY",
+    "TASK_ID",  # Taskcluster
+    "HARNESS_BUILD_ID",
+)
 
 
-def _env_number(name: str, default: float) -> float:
+def in_ci(environ: dict[str, str] | None = None) -> bool:
+    """True when one of the common CI systems' variables says this is a CI job."""
+    env = os.environ if environ is None else environ
+    for name in CI_VARIABLES:
+        value = env.get(name, "").strip().lower()
+        if value and value not in ("false", "0"):
+            return True
+    return False
+
+
+def _env_number(name: str, default: float, most: float) -> float:
     try:
         value = float(os.environ.get(name, ""))
     except ValueError:
         return default
-    return value if value >= 0 else default
+    return min(value, most) if math.isfinite(value) and value >= 0 else default
 
 
 def min_files() -> int:
     """How many entity files a store holds before a reader starts a watcher for it."""
-    return int(_env_number(MIN_FILES_ENV, DEFAULT_MIN_FILES))
+    return int(_env_number(MIN_FILES_ENV, DEFAULT_MIN_FILES, 10**9))
 
 
 def idle_exit_s() -> float:
     """Seconds a background watcher waits unused before it exits."""
-    return _env_number(IDLE_ENV, DEFAULT_IDLE_S)
+    return _env_number(IDLE_ENV, DEFAULT_IDLE_S, MAX_IDLE_S)
+
+
+def disabled_by(store: Store) -> str | None:
+    """Why Kindling may not start a watcher for this store by itself, or None when it may."""
+    setting = os.environ.get(ENV, "").strip().lower()
+    if setting in _OFF:
+        return f"{ENV}={os.environ[ENV]}"
+    if setting not in _ON and in_ci():
+        return "a CI job"
+    if (store.state / OFF_NAME).exists():
+        return "stopped in this clone (kindling watch --start resumes)"
+    if not store.config.autowatch:
+        return '"autowatch": false in config.json'
+    return None
 
 
 def enabled(store: Store) -> bool:
-    """Whether Kindling may start a watcher for this store (environment, CI, config)."""
-    setting = os.environ.get(ENV, "").strip().lower()
-    if setting in _OFF:
-        return False
-    if not setting and os.environ.get("CI"):
-        return False
-    try:
-        config = orjson.loads((store.root / CONFIG_NAME).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return True
-    return not (isinstance(config, dict) and config.get("autowatch") is False)
+    """Whether Kindling may start a watcher for this store by itself."""
+    return disabled_by(store) is None
 
 
 def maybe_start(store: Store, lock: Path | None, walked: int) -> int | None:
@@ -81,28 +143,42 @@ def maybe_start(store: Store, lock: Path | None, walked: int) -> int | None:
     try:
         if handoff.watcher_alive(lock) or _starting(lock):
             return None
-        pid = spawn_detached(
-            [sys.executable, "-m", "kindling", "--store", str(store.root), "watch", "--background"],
-            cwd=str(store.root),
-        )
-        _record_spawn(lock.with_name(SPAWN_NAME), pid)
-        return pid
+        return start(store, lock)
     except OSError:
         return None
+
+
+# The watcher's process: Kindling's own entry point, run by path-independent code. Isolated
+# mode keeps the current folder, PYTHONPATH and the user's site-packages off sys.path; the
+# folder Kindling itself was imported from goes last, so a user install is still found.
+_BOOT = "import sys; sys.path.append(sys.argv.pop(1)); from kindling.entry import main; main()"
+
+
+def watcher_command(store: Store) -> list[str]:
+    """The command line of a background watcher for `store`."""
+    home = str(Path(__file__).resolve().parents[2])  # the folder holding the kindling package
+    root = os.path.realpath(store.root)
+    return [sys.executable, "-I", "-c", _BOOT, home, "--store", root, "watch", "--background"]
+
+
+def start(store: Store, lock: Path) -> int:
+    """Start a background watcher for `store` (its pid); OSError when it cannot be started."""
+    state = store.ensure_state()
+    pid = spawn_detached(watcher_command(store), cwd=str(state))
+    _record_spawn(lock.with_name(SPAWN_NAME), pid)
+    return pid
 
 
 def _starting(lock: Path) -> bool:
     """True while the last watcher started is still starting, or failed to start lately."""
     try:
-        pid_text, when_text = lock.with_name(SPAWN_NAME).read_text().split()
+        pid_text, when_text = (read_regular(lock.with_name(SPAWN_NAME)) or b"").split()
         pid, when = int(pid_text), float(when_text)
     except (OSError, ValueError):
         return False
-    try:
-        if int(lock.read_text().strip()) == pid:
-            return False  # it took the lock once and no longer holds it: it ended
-    except (OSError, ValueError):
-        pass
+    holder = lock_holder(lock)
+    if holder is not None and holder[0] == pid:
+        return False  # it took the lock once and no longer holds it: it ended
     age = time.time() - when
     if _pid_alive(pid):
         return age < SPAWN_GRACE_S
@@ -112,17 +188,13 @@ def _starting(lock: Path) -> bool:
 
 
 def _record_spawn(path: Path, pid: int) -> None:
-    from kindling.fileio import write_atomic
-
     with contextlib.suppress(OSError):
-        if path.is_symlink():
-            path.unlink()
         write_atomic(path, f"{pid} {time.time():.3f}\n".encode(), durable=False)
 
 
 def _pid_alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
     except ProcessLookupError:
         return False
     except OSError:
@@ -146,28 +218,88 @@ def spawn_detached(args: list[str], *, cwd: str) -> int:
     return proc.pid  # subprocess reaps it later if this process outlives it
 
 
+# ------------------------------------------------------------ the lock's contents
+
+
+def new_token() -> str:
+    """A watcher's token: what a stop request must name to end that watcher and no other."""
+    return secrets.token_hex(16)
+
+
+def lock_text(pid: int, token: str) -> bytes:
+    """What a watcher writes in the lock it holds."""
+    return f"{pid} {token}\n".encode()
+
+
+def lock_holder(lock: Path | None) -> tuple[int, str] | None:
+    """(pid, token) written in the watch lock, or None when it holds neither."""
+    if lock is None:
+        return None
+    try:
+        words = (read_regular(lock, follow_symlinks=False, limit=200) or b"").split()
+        return int(words[0]), words[1].decode("ascii")
+    except (OSError, ValueError, IndexError, UnicodeDecodeError):
+        return None
+
+
 def running_pid(lock: Path | None) -> int | None:
     """The pid of the watcher holding `lock`, or None when none does."""
     if lock is None or not handoff.watcher_alive(lock):
         return None
+    holder = lock_holder(lock)
+    return holder[0] if holder else None
+
+
+def stop_requested(lock: Path, token: str) -> bool:
+    """True when a stop request names `token` (the watcher asks on every tick)."""
     try:
-        return int(lock.read_text().strip())
-    except (OSError, ValueError):
-        return None
+        data = read_regular(lock.with_name(STOP_NAME), follow_symlinks=False, limit=200)
+    except OSError:
+        return False
+    return data is not None and data.strip() == token.encode()
 
 
 def stop(lock: Path | None) -> int | None:
-    """Stop the store's running watcher (SIGTERM, then wait for its lock); its pid or None."""
-    pid = running_pid(lock)
-    if pid is None:
+    """Ask the store's running watcher to end and wait for it; its pid, or None if none ran.
+
+    No signal is sent: the request names the token the watcher holding the lock wrote there,
+    and only that process ends itself on it.
+    """
+    if lock is None or not handoff.watcher_alive(lock):
         return None
+    holder = lock_holder(lock)
+    if holder is None:
+        return None
+    pid, token = holder
+    request = lock.with_name(STOP_NAME)
     try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return pid  # it ended meanwhile
+        write_atomic(request, token.encode() + b"\n", durable=False)
     except OSError as exc:
-        raise KindlingError(f"cannot stop the watcher (pid {pid}): {exc.strerror}") from None
+        raise KindlingError(f"cannot ask the watcher to stop: {exc.strerror or exc}") from None
     deadline = time.monotonic() + STOP_WAIT_S
     while handoff.watcher_alive(lock) and time.monotonic() < deadline:
         time.sleep(0.05)
+    if handoff.watcher_alive(lock):
+        raise KindlingError(f"the watcher (pid {pid}) did not stop within {STOP_WAIT_S:g} s")
+    with contextlib.suppress(OSError):
+        os.unlink(request)
     return pid
+
+
+# ------------------------------------------------------------ this clone's choice
+
+
+def pause(store: Store) -> None:
+    """Remember, in this clone only, that no watcher is to be started by itself."""
+    state = store.ensure_state()
+    fd = os.open(state / OFF_NAME, os.O_WRONLY | os.O_CREAT | SAFE_OPEN_FLAGS, 0o644)
+    os.close(fd)
+
+
+def resume(store: Store) -> bool:
+    """Undo `pause`; True when it had been paused."""
+    try:
+        os.unlink(store.state / OFF_NAME)
+    except FileNotFoundError:
+        return False
+    return True

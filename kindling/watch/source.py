@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kindling.errors import KindlingError
 from kindling.fileio import inode_of, read_regular
+from kindling.gitdir import find_git_dir
 from kindling.model import ENTITY_TYPES
 
 Change = tuple[int, str]
@@ -114,8 +115,10 @@ def watchfiles_source(
         return probe, out, thread, ino
 
     def source(stop: threading.Event) -> Iterator[set[Change]]:
-        with contextlib.suppress(OSError):  # a fresh clone of an empty store has no objects/
-            os.makedirs(root, exist_ok=True)
+        # A fresh clone of an empty store has no objects/; made only inside a store that is
+        # still there (mkdir, not makedirs), never in place of a deleted one.
+        with contextlib.suppress(OSError):
+            os.mkdir(root)
         probe, out, thread, ino = start()
         try:
             yield set()
@@ -198,30 +201,3 @@ class GitHead:
         except OSError:
             return (head,)
         return (head, st.st_mtime_ns, st.st_size, st.st_ino)
-
-
-def find_git_dir(start: Path) -> tuple[Path | None, Path | None]:
-    """(git dir, common dir) of the work tree holding `start`, or (None, None)."""
-    for folder in (start, *start.parents):
-        dot = folder / ".git"
-        if dot.is_dir():
-            git_dir = dot
-        elif dot.is_file():
-            try:
-                text = (read_regular(dot) or b"").decode("utf-8").strip()
-            except (OSError, UnicodeDecodeError):
-                return None, None
-            if not text.startswith("gitdir:"):
-                return None, None
-            git_dir = (folder / text[7:].strip()).resolve()
-        else:
-            continue
-        common = git_dir
-        try:
-            pointer = read_regular(git_dir / "commondir")
-            if pointer is not None:
-                common = (git_dir / os.fsdecode(pointer.strip())).resolve()
-        except OSError:
-            pass
-        return git_dir, common
-    return None, None

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING
 
 from kindling import platform
 from kindling.errors import KindlingError
-from kindling.fileio import SAFE_OPEN_FLAGS, inode_of, is_regular_fd, read_regular
+from kindling.fileio import SAFE_OPEN_FLAGS, inode_of, is_regular_fd
 from kindling.store import Store
+from kindling.watch import daemon
 from kindling.watch.source import ChangeSource, GitHead, relative, relevant, watchfiles_source
 
 if TYPE_CHECKING:
@@ -88,6 +89,8 @@ class Watcher:
         self._retry_at: float | None = None  # set after an error: reconcile again then
         self._retry_wait = RETRY_S[0]
         self._active_at = time.time()  # wall clock: compared with the lock's mtime
+        self._token = daemon.new_token()  # what a stop request must name to end this watcher
+        self._homes: list[tuple[Path, tuple[int, int] | None]] = []  # the folders it serves
 
     # ------------------------------------------------------------ running
 
@@ -96,7 +99,9 @@ class Watcher:
         self._stop = stop = stop or threading.Event()
         try:
             self.interruptible = True
+            self._homes = [(self.store.root, _identity(self.store.root))]
             self.index = self._open_index()
+            self._homes.append((self.store.state, _identity(self.store.state)))
             self._take_lock()
             self._publish(pending=True)
             self._head = self.git.signature()
@@ -131,9 +136,14 @@ class Watcher:
                 rels.add(rel)
         if rels:
             self._active_at = time.time()
-        if not os.path.isdir(self.store.root):
-            # The whole store was deleted: reopening the index would only recreate it.
+        if self._gone():
+            # Deleted or moved: a watcher never outlives its store, and never makes anything
+            # where it was.
             self._emit("gone", store=str(self.store.root))
+            self._stop.set()
+            return
+        if daemon.stop_requested(self.index.watch_lock_path, self._token):
+            self._emit("requested", store=str(self.store.root))
             self._stop.set()
             return
         if self._index_replaced() and self._may_retry():
@@ -166,6 +176,14 @@ class Watcher:
                 self._publish(pending=self._retry_at is not None)
             except (sqlite3.Error, KindlingError, OSError) as exc:
                 self._failed(f"cannot publish the watcher's state: {exc}")
+
+    def _gone(self) -> bool:
+        """True when the store or its state folder is no longer the one this watcher serves."""
+        for path, was in self._homes:
+            now = _identity(path)
+            if now is None or now != was:
+                return True
+        return False
 
     def _check_idle(self) -> None:
         """Stop once no reader has relied on the watcher and nothing changed for idle_exit s."""
@@ -306,8 +324,6 @@ class Watcher:
 
     def _take_lock(self) -> None:
         path = self.index.watch_lock_path
-        if os.path.islink(path):
-            os.unlink(path)  # a committed symlink: removed, never followed or written through
         # Never through a symlink, never waiting on a FIFO someone put in its place.
         fd = os.open(path, os.O_RDWR | os.O_CREAT | SAFE_OPEN_FLAGS, 0o644)
         if not is_regular_fd(fd):
@@ -325,15 +341,14 @@ class Watcher:
                 time.sleep(0.02)
         os.ftruncate(fd, 0)
         os.lseek(fd, 0, os.SEEK_SET)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        os.write(fd, daemon.lock_text(os.getpid(), self._token))
         if self._lock_fd is not None:
             os.close(self._lock_fd)
         self._lock_fd = fd
 
     def _refusal(self, path: Path) -> str:
-        pid = None
-        with contextlib.suppress(OSError, ValueError):
-            pid = int((read_regular(path, follow_symlinks=False) or b"").strip())
+        holder = daemon.lock_holder(path)
+        pid = holder[0] if holder else None
         if pid is None:
             with contextlib.suppress(sqlite3.Error, KindlingError, AttributeError):
                 pid = self.index.watcher_state().get("pid")
@@ -348,7 +363,8 @@ class Watcher:
         path = self.index.watch_lock_path
         if self._lock_fd is None or inode_of(path) == os.fstat(self._lock_fd).st_ino:
             return
-        self._take_lock()
+        if not self._gone():
+            self._take_lock()
 
     # ------------------------------------------------------------ stopping
 
@@ -388,3 +404,12 @@ def run_until_signalled(watcher: Watcher) -> None:
             watcher.run(stop)
         except Stopped:
             pass
+
+
+def _identity(path: str | os.PathLike) -> tuple[int, int] | None:
+    """A folder's (device, inode) now; None once nothing is there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
