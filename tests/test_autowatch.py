@@ -177,7 +177,7 @@ def test_a_killed_watcher_leaves_a_stale_pid_and_state_that_nobody_trusts(store_
     watchers.append(pid)
     os.kill(pid, signal.SIGKILL)
     wait_for(lambda: daemon.running_pid(lock_of(store_dir)) is None, "the lock to be released")
-    assert lock_of(store_dir).read_text().strip() == str(pid)  # the stale pid is still there
+    assert lock_of(store_dir).read_text().split()[0] == str(pid)  # the stale pid is still there
     # An in-place edit, the kind only a live watcher (or a walk) can see.
     with open(path, "r+b") as fh:
         fh.write(canonical.encode(obs("obs-edit", "the colour is ultramarine")))
@@ -236,7 +236,8 @@ def test_a_watcher_that_died_before_taking_the_lock_is_not_restarted_on_every_re
 ):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    (store_dir / daemon.SPAWN_NAME).write_text(f"{dead.pid} {time.time():.3f}\n")
+    spawned = Store(store_dir).ensure_state() / daemon.SPAWN_NAME
+    spawned.write_text(f"{dead.pid} {time.time():.3f}\n")
     for name, value in ON.items():
         monkeypatch.setenv(name, value)
     assert daemon.maybe_start(Store(store_dir), lock_of(store_dir), walked=10) is None
@@ -263,24 +264,26 @@ def _zombie(pid: int) -> bool:
         return False
 
 
-def test_stopping_a_watcher_we_may_not_signal_is_a_clear_error(store_dir, monkeypatch):
+def test_finding_watch_stop_never_signals_the_pid_a_lock_names(store_dir, monkeypatch):
+    """Whoever holds the lock, `watch --stop` sends no signal: an unrelated process lives on."""
     from kindling import platform
     from kindling.errors import KindlingError
 
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     lock = lock_of(store_dir)
+    Store(store_dir).ensure_state()
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        platform.lock(fd, blocking=False)  # held here, as another user's watcher would hold it
-        os.write(fd, b"4242\n")
-
-        def refuse(pid: int, sig: int) -> None:
-            raise PermissionError(1, "Operation not permitted")
-
-        monkeypatch.setattr(os, "kill", refuse)
-        with pytest.raises(KindlingError, match=r"cannot stop the watcher \(pid 4242\)"):
+        platform.lock(fd, blocking=False)  # held here, naming someone else's process
+        os.write(fd, f"{bystander.pid} not-a-watchers-token\n".encode())
+        monkeypatch.setattr(daemon, "STOP_WAIT_S", 0.3)
+        with pytest.raises(KindlingError, match=rf"\(pid {bystander.pid}\) did not stop"):
             daemon.stop(lock)
+        assert bystander.poll() is None
     finally:
         os.close(fd)
+        bystander.kill()
+        bystander.wait()
 
 
 # ---------------------------------------------------------------- paths that do not grow

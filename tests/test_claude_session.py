@@ -384,9 +384,12 @@ def test_status_shows_capture_errors_and_unknown_events(repo):
     assert "SessionStart:" in status and "1 run(s) -> cap_" in status
     assert "Hook errors (last 1):" in status and "no tool_name" in status
     assert "Unknown hook events seen (ignored): FutureEvent (1)" in status
-    activity = list((repo / ".kindling").glob("index.sqlite-hooks.json"))
-    assert activity  # beside the index, ignored by git
-    assert "index.sqlite-hooks.json" not in git("status", "--porcelain", "--ignored=no", cwd=repo)
+    # Beside the index in the git directory: nothing in the work tree for git to show.
+    assert (repo / ".git" / "kindling").is_dir()
+    assert list((repo / ".git" / "kindling").glob("*/hooks.json"))
+    assert not list((repo / ".kindling").glob("*hooks*"))
+    ignored = git("status", "--porcelain", "--ignored", "--", ".kindling", cwd=repo)
+    assert "!!" not in ignored  # nothing derived left in the store for git to ignore
 
 
 # ---------------------------------------------------------------- which repository

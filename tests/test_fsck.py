@@ -284,6 +284,7 @@ def test_index_damage_is_found_and_rebuilt(store_dir):
 
 def test_unreadable_index_is_rebuilt(store_dir):
     store = Store.open(store_dir)
+    store.ensure_state()
     store.index_path.write_bytes(b"this is not a database" * 100)
     result = run_fsck(store_dir, "--fix")
     assert result.exception is None or isinstance(result.exception, SystemExit)

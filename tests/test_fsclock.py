@@ -18,7 +18,7 @@ def store(tmp_path) -> Store:
 
 
 def clock_of(store: Store) -> str:
-    return str(store.root / "locks" / fsclock.CLOCK_NAME)
+    return str(store.ensure_state() / fsclock.CLOCK_NAME)
 
 
 def test_the_bound_is_a_time_the_filesystem_handed_out_after_earlier_writes(store):
@@ -63,17 +63,14 @@ def test_a_symlink_planted_as_the_clock_is_never_followed(store, tmp_path):
     target.write_text("x")
     old = 1_000_000_000_000_000_000
     os.utime(target, ns=(old, old))
-    (store.root / "locks").mkdir(exist_ok=True)
     os.symlink(target, clock_of(store))
     fsclock.racy_from(clock_of(store), str(store.objects))
     assert os.stat(target).st_mtime_ns == old
 
 
-def test_nothing_is_written_through_a_symlinked_locks_folder(store, tmp_path):
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    os.symlink(elsewhere, store.root / "locks")
+def test_no_folder_is_made_for_a_clock_whose_state_folder_is_gone(store, tmp_path):
+    gone = tmp_path / "deleted-clone" / ".git" / "kindling" / "key" / fsclock.CLOCK_NAME
     before = time.time_ns()
-    bound = fsclock.racy_from(clock_of(store), str(store.objects))
+    bound = fsclock.racy_from(str(gone), str(store.objects))
     assert before - RACY_NS <= bound <= time.time_ns() - RACY_NS
-    assert list(elsewhere.iterdir()) == []
+    assert not (tmp_path / "deleted-clone").exists()

@@ -58,7 +58,8 @@ def test_open_builds_from_existing_files(store):
         "redacted": 0,
         "openCapsules": 1,
     }
-    assert (store.root / "index.sqlite").is_file()
+    assert store.index_path.is_file()
+    assert not (store.root / "index.sqlite").exists()  # nothing derived in the work tree
     ix.close()
 
 
@@ -282,6 +283,7 @@ def test_duplicate_ids_never_crash_and_one_file_wins(store, index, tmp_path):
 
 def test_corrupt_index_file_is_rebuilt_silently(store):
     store.write("observations", observation(1))
+    store.ensure_state()
     store.index_path.write_bytes(b"this is not a database" * 100)
     ix = Index(store)
     assert ix.get("obs-0001") is not None
@@ -290,6 +292,7 @@ def test_corrupt_index_file_is_rebuilt_silently(store):
 
 def test_schema_version_mismatch_rebuilds(store):
     store.write("observations", observation(1))
+    store.ensure_state()
     conn = sqlite3.connect(store.index_path)
     conn.execute("CREATE TABLE files (whatever)")
     conn.execute("PRAGMA user_version = 1")

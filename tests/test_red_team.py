@@ -290,7 +290,7 @@ def logged_then_damaged(store_dir, damage: str) -> None:
 
     with Memory(store_dir) as memory:
         memory.log("the cache key ignores the tenant")
-    conn = sqlite3.connect(store_dir / "index.sqlite")
+    conn = sqlite3.connect(Store(store_dir).index_path)
     conn.execute(damage)
     conn.commit()
     conn.close()
@@ -483,7 +483,9 @@ def test_finding_09_forget_leaves_no_trace_in_the_index_files(store_dir):
         assert memory.search(token.decode())["candidates"]
         memory.forget(oid)
         assert not memory.search(token.decode())["candidates"]
-        for path in store_dir.glob("index.sqlite*"):
+        index_files = list(Store(store_dir).index_path.parent.glob("index.sqlite*"))
+        assert index_files
+        for path in index_files:
             assert token not in path.read_bytes(), path.name
 
 

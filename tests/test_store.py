@@ -147,15 +147,29 @@ def test_init_root_is_the_git_top(tmp_path):
     assert default_init_root(tmp_path / "a") == tmp_path
 
 
-def test_read_only_store_keeps_its_index_in_the_user_cache(store_dir, isolated_env, monkeypatch):
-    store = Store.open(store_dir)
-    assert store.index_path == store_dir / "index.sqlite"
-    # Tests may run as root, who can write anywhere: pretend the store is not writable.
-    monkeypatch.setattr(Store, "writable", property(lambda self: False))
-    cached = store.index_path
+def test_outside_git_the_index_lives_in_the_user_cache(store_dir, isolated_env):
+    cached = Store.open(store_dir).index_path
     assert cached.parent.parent == isolated_env / ".cache" / "kindling"
     assert cached.name == "index.sqlite"
     assert Store.open(store_dir).index_path == cached
+    assert Store.open(store_dir.parent / "." / store_dir.name).index_path == cached
+
+
+def test_in_a_git_clone_the_index_lives_in_the_git_directory(tmp_path):
+    (tmp_path / ".git").mkdir()
+    store = Store.create(tmp_path / "sub" / ".kindling")
+    assert store.index_path.parent.parent == tmp_path / ".git" / "kindling"
+    other = Store.create(tmp_path / ".kindling")
+    assert other.index_path.parent != store.index_path.parent  # one folder per store
+
+
+def test_a_worktree_keeps_its_index_in_its_own_git_directory(tmp_path):
+    gitdir = tmp_path / "main" / ".git" / "worktrees" / "topic"
+    gitdir.mkdir(parents=True)
+    (tmp_path / "topic").mkdir()
+    (tmp_path / "topic" / ".git").write_text(f"gitdir: {gitdir}\n")
+    store = Store.create(tmp_path / "topic" / ".kindling")
+    assert store.index_path.parent.parent == gitdir / "kindling"
 
 
 def _hold_and_append(args):

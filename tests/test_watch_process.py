@@ -64,12 +64,7 @@ class WatchProcess:
                 [sys.executable, *launch, "--store", str(store), "watch", *args],
                 stdout=out,
                 stderr=err,
-                env={
-                    **os.environ,
-                    "HOME": str(tmp),
-                    "XDG_CACHE_HOME": str(tmp / ".cache"),
-                    **(env or {}),
-                },
+                env={**os.environ, **(env or {})},
             )
 
     @property
