@@ -287,6 +287,134 @@ def test_junk_hook_payloads(tmp_path_factory, data):
     assert_no_damage(project / ".kindling")
 
 
+# Odd input (kindling.agents.intake): lone surrogates, numbers past what the store holds,
+# nesting past every parser's depth. It must be kept, not dropped, and always answered.
+surrogates = st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF)
+odd_text = st.text(alphabet=st.one_of(surrogates, st.characters(), st.just("\ufffd")), max_size=30)
+odd_numbers = st.one_of(numbers, st.sampled_from([10**30, -(10**30), 10**400]))
+odd_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), odd_numbers, st.floats(), odd_text),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(odd_text, inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+DEPTHS = [1, 31, 32, 33, 64, 200, 999, 5_000]
+DEEP_SLOT = "@@deep@@"
+ODD_SETTINGS = settings(SURFACE_SETTINGS, max_examples=30)
+
+
+def odd_json(value, depth: int | None) -> str:
+    """`value` as the JSON a sender may write: surrogates as escapes, odd numbers as digits,
+    the DEEP_SLOT string as `depth` levels of nesting (past what json.dumps can write)."""
+    text = json.dumps(value)  # writes lone surrogates as \udXXX escapes, NaN and Infinity too
+    if depth is not None:
+        text = text.replace(json.dumps(DEEP_SLOT), '{"a":' * depth + "[1]" + "}" * depth)
+    return text
+
+
+@ODD_SETTINGS
+@given(data=st.data())
+def test_odd_hook_payloads_are_always_recorded(tmp_path_factory, data):
+    from kindling.agents.hooks import run_hook
+
+    project = tmp_path_factory.mktemp("project")
+    Memory.init(project).close()
+    event, fields = data.draw(
+        st.one_of(
+            st.tuples(
+                st.sampled_from(["PostToolUse", "PostToolUseFailure"]),
+                st.fixed_dictionaries(
+                    {
+                        "tool_name": st.sampled_from(["Bash", "Edit", "Write", "Read", "Grep"]),
+                        "tool_input": st.dictionaries(odd_text, odd_values, max_size=4),
+                        "tool_response": odd_values,
+                        "error": odd_text.map(lambda t: f"Exit code {t}"),
+                    }
+                ),
+            ),
+            st.tuples(
+                st.just("UserPromptSubmit"),
+                st.fixed_dictionaries({"prompt": odd_text.map(lambda t: "p" + t)}),
+            ),
+        ),
+        "event",
+    )
+    body = {"session_id": data.draw(odd_text, "session") + "s", "cwd": str(project), **fields}
+    if event != "UserPromptSubmit" and data.draw(st.booleans(), "deep"):
+        body["tool_response"] = {"deep": DEEP_SLOT, "other": body["tool_response"]}
+    depth = data.draw(st.sampled_from(DEPTHS), "depth")
+    raw = odd_json(body, depth).encode()
+    with alarm():
+        result = run_hook(event, raw, store=str(project / ".kindling"))
+    assert result.recorded is not None, result.message
+    assert_no_damage(project / ".kindling")
+
+
+def test_mcp_transport_answers_odd_lines(store_dir, tmp_path):
+    """The real `kindling mcp` on stdio: every line, surrogates and nesting and all, is answered
+    under its own id, in one line when it is an error, and the server keeps serving."""
+    pytest.importorskip("mcp")
+    from mcp_wire import Wire
+
+    server = Wire(store_dir, tmp_path / "server-stderr.txt")
+    tools = {
+        "log": {
+            "content": odd_text,
+            "kind": st.sampled_from(OBSERVATION_KINDS),
+            "provenance": odd_values,
+        },
+        "search": {"query": odd_text, "since": odd_numbers, "max_results": odd_numbers},
+        "recent": {"limit": odd_numbers, "scope": odd_values, "kinds": odd_values},
+        "capsule_open": {"intent": odd_text, "scope": odd_values},
+        "get": {"ids": st.lists(odd_text, max_size=3)},
+        "pin": {"target_type": odd_text, "target_id": odd_text, "note": odd_text},
+    }
+
+    @ODD_SETTINGS
+    @given(data=st.data())
+    def case(data):
+        tool = data.draw(st.sampled_from(sorted(tools)), "tool")
+        arguments = data.draw(
+            st.fixed_dictionaries({}, optional={k: v for k, v in tools[tool].items()}),
+            "arguments",
+        )
+        if data.draw(st.booleans(), "deep"):
+            arguments[data.draw(st.sampled_from(sorted(tools[tool])), "where")] = DEEP_SLOT
+        depth = data.draw(st.sampled_from(DEPTHS), "depth")
+        server.next_id += 1
+        message = {
+            "jsonrpc": "2.0",
+            "id": server.next_id,
+            "method": data.draw(st.sampled_from(["tools/call", "tools/call", "tools/\ud800"])),
+            "params": {"name": tool, "arguments": arguments},
+        }
+        line = odd_json(message, depth)
+        if data.draw(st.integers(0, 9), "cut") == 0:
+            line = line[: len(line) // 2]
+        server.send(line)
+        answer = server.answer()
+        assert answer is not None, f"no answer to {line[:200]!r}"
+        assert answer.get("id") in (server.next_id, None), answer
+        if "error" in answer:
+            message = answer["error"]["message"]
+            assert "\n" not in message and len(message) < 400, message
+        else:
+            result = answer["result"]
+            text = result["content"][0]["text"]
+            if result.get("isError"):
+                assert "\n" not in text and len(text) < 400, text
+                assert "validation error" not in text and "pydantic" not in text, text
+
+    try:
+        case()
+        assert server.alive()
+    finally:
+        stderr = server.close()
+    assert "Traceback" not in stderr, stderr
+    assert_no_damage(store_dir)
+
+
 # ---------------------------------------------------------------- the files themselves
 
 

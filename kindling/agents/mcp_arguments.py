@@ -15,26 +15,36 @@ from typing import Any
 from kindling.agents.intake import keep_text
 
 MAX_PROBLEMS = 3
+MAX_CHARS = 300
 SHOWN_CHARS = 40
 _PLURALS = {"string": "strings", "integer": "integers", "number": "numbers", "object": "objects"}
 
 
 def argument_problem(tool: str, errors: list[dict], schema: dict) -> str:
     """One line naming what is wrong with a call's arguments (`errors` as pydantic lists them)."""
-    problems: list[str] = []
+    # subject -> what it must be, and what was sent; arguments that fail alike share a line.
+    alike: dict[str, list[tuple[str, str | None]]] = {}
     for error in errors:
-        problem = _problem(tool, error, schema)
-        if problem not in problems:
-            problems.append(problem)
+        subject, verdict, sent = _problem(tool, error, schema)
+        if all(s != subject for s, _ in alike.get(verdict, [])):
+            alike.setdefault(verdict, []).append((subject, sent))
+    problems = []
+    for verdict, cases in alike.items():
+        subjects = ", ".join(s for s, _ in cases)
+        sent = cases[0][1]
+        problems.append(
+            f"{subjects} {verdict}" + (f" (got {sent})" if len(cases) == 1 and sent else "")
+        )
     if not problems:
         return f"{tool}: the arguments do not match its input schema"
     shown = "; ".join(problems[:MAX_PROBLEMS])
     if len(problems) > MAX_PROBLEMS:
         shown += f" (and {len(problems) - MAX_PROBLEMS} more)"
-    return shown
+    return shown if len(shown) <= MAX_CHARS else shown[: MAX_CHARS - 1] + "…"
 
 
-def _problem(tool: str, error: dict, schema: dict) -> str:
+def _problem(tool: str, error: dict, schema: dict) -> tuple[str, str, str | None]:
+    """(which argument, what is wrong with it, what was sent when that helps)."""
     defs = schema.get("$defs", {})
     node, names = _resolve(schema, defs), []
     for part in error.get("loc", ()):
@@ -47,12 +57,16 @@ def _problem(tool: str, error: dict, schema: dict) -> str:
         elif error.get("type") == "extra_forbidden" and isinstance(part, str):
             fields = ", ".join(node.get("properties", {}))
             owner = "".join(names) or tool
-            return f"{owner} has no field {part!r}" + (f" (it takes {fields})" if fields else "")
+            return (
+                owner,
+                f"has no field {part!r}" + (f" (it takes {fields})" if fields else ""),
+                None,
+            )
         # Anything else names a branch of the validator, not a part of the arguments.
     where = "".join(names) or "the arguments"
     if error.get("type") == "missing":
-        return f"{where} is required"
-    return f"{where} must be {_expected(node, defs)} (got {_shown(error.get('input'))})"
+        return where, "is required", None
+    return where, f"must be {_expected(node, defs)}", _shown(error.get("input"))
 
 
 def _resolve(node: dict, defs: dict) -> dict:
