@@ -137,6 +137,22 @@ def test_finding_odd_input_out_of_range_floats_in_a_hook_payload_are_kept_as_tex
     assert (response["a"], response["b"]) == ("1e400", "NaN")
 
 
+def test_finding_odd_input_deep_nesting_is_cut_at_one_depth_whatever_its_size():
+    from kindling.agents.intake import MAX_DEPTH, loads
+
+    tricky = '"a [ { \\" ] } string"'  # brackets and an escaped quote inside a string
+    shallow = loads(f'{{"s": {tricky}, "deep": {nested(MAX_DEPTH + 5)}}}')
+    huge = loads(f'{{"s": {tricky}, "deep": {nested(50_000)}}}')  # past json's own recursion
+    assert shallow == huge
+    assert huge["s"] == 'a [ { " ] } string'
+    value, levels = huge["deep"], 1
+    while isinstance(value, dict):
+        value, levels = value["a"], levels + 1
+    assert (value, levels) == (TOO_DEEP, MAX_DEPTH)
+    with pytest.raises(ValueError):
+        loads("[" * 50_000)  # never closed: not JSON, however it is read
+
+
 # ---------------------------------------------------------------- the CLI
 
 

@@ -23,6 +23,7 @@ from kindling.agents.payload import one_line
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+INTERNAL_ERROR = -32603
 
 
 @contextlib.contextmanager
@@ -94,7 +95,12 @@ class Requests:
 
     async def _lines(self) -> AsyncIterator[str]:
         async for raw in self._file:
-            line = await self._readable(raw)
+            try:
+                line = await self._readable(raw)
+            except Exception as exc:  # noqa: BLE001 - one bad line must not end the session
+                detail = f"{type(exc).__name__}: {exc}"
+                await self._answers.error(None, INTERNAL_ERROR, f"Internal error: {detail}")
+                continue
             if line is not None:
                 yield line
 
