@@ -205,6 +205,14 @@ def read_regular(
         os.close(fd)
 
 
+def is_real_dir(path: str | os.PathLike) -> bool:
+    """True when `path` is a folder itself, not a symlink to one (walks never follow those)."""
+    try:
+        return stat_module.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def is_regular_fd(fd: int) -> bool:
     """True when an open fd is a regular file (not a FIFO, device, socket or folder)."""
     return stat_module.S_ISREG(os.fstat(fd).st_mode)

@@ -49,6 +49,10 @@ CHECKS = (
     "temp",
     "index",
 )
+SYMLINK = (
+    "a symlink: Kindling never follows one in a store (it may have come in a commit "
+    "and point anywhere); remove it"
+)
 # The kinds `fsck --fix` repairs.
 FIXABLE = ("noncanonical", "misplaced", "temp", "index")
 SCRUBBED = (
@@ -126,6 +130,9 @@ class _Checker:
 
     def walk(self) -> None:
         objects = self.store.objects
+        if objects.is_symlink():
+            self.problem("objects", "stray", SYMLINK)
+            return
         if not objects.is_dir():
             self.problem("objects", "stray", "objects/ folder is missing")
             return
@@ -176,21 +183,27 @@ class _Checker:
 
     def walk_outside_objects(self) -> None:
         """Temp files elsewhere in the store (config, .gitignore and .gitattributes are
-        written the same way); nothing else there is fsck's to judge."""
+        written the same way), and any symlink; nothing else there is fsck's to judge."""
         root = self.store.root
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             here = Path(dirpath)
             if here == root and "objects" in dirnames:
                 dirnames.remove("objects")  # walked file by file already
-            dirnames[:] = sorted(d for d in dirnames if not (here / d).is_symlink())
+            for name in sorted(dirnames):
+                if (here / name).is_symlink():
+                    dirnames.remove(name)
+                    self.problem(self.rel(here / name), "stray", SYMLINK)
+            dirnames.sort()
             for name in sorted(filenames):
-                if not is_temp_name(name):
-                    continue
+                path = here / name
                 try:
-                    st = (here / name).lstat()
+                    st = path.lstat()
                 except FileNotFoundError:
                     continue  # renamed into place by its writer since the listing
-                self.temp(here / name, self.rel(here / name), st)
+                if stat_module.S_ISLNK(st.st_mode):
+                    self.problem(self.rel(path), "stray", SYMLINK)
+                elif is_temp_name(name):
+                    self.temp(path, self.rel(path), st)
 
     def temp(self, path: Path, rel: str, st: os.stat_result) -> None:
         why = stale_temp(path.name, self.now - st.st_mtime)

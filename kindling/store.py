@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from kindling import canonical, platform, sha256, statedir
 from kindling.errors import CorruptFileError, KindlingError
-from kindling.fileio import atomic_output, fsync_dir, is_entity_name, read_regular
+from kindling.fileio import atomic_output, fsync_dir, is_entity_name, is_real_dir, read_regular
 from kindling.model import ENTITY_TYPES, check_id, validate
 
 STORE_DIRNAME = ".kindling"
@@ -283,7 +283,11 @@ class Store:
 
         Temp files, hidden files and anything that is not a regular `*.json` file are skipped.
         """
+        if not is_real_dir(self.objects):
+            return
         for etype in (entity_type,) if entity_type else ENTITY_TYPES:
+            if not is_real_dir(self.objects / etype):
+                continue  # a symlink could lead anywhere on the machine: never entered
             try:
                 buckets = os.scandir(self.objects / etype)
             except FileNotFoundError:

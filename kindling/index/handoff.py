@@ -36,14 +36,18 @@ from pathlib import Path
 import orjson
 
 from kindling import platform
+from kindling.index.scan import real_types
 from kindling.model import ENTITY_TYPES
 
 
 def stat_dirs(objects: Path) -> dict[str, int | None]:
     """mtime_ns of every type folder and fan-out folder, each taken before it is listed."""
     out: dict[str, int | None] = {}
+    real = real_types(str(objects))
     for etype in ENTITY_TYPES:
         try:
+            if etype not in real:
+                raise FileNotFoundError  # a symlink is never entered: as good as absent
             out[etype] = os.lstat(objects / etype).st_mtime_ns
             entries = list(os.scandir(objects / etype))
         except (FileNotFoundError, NotADirectoryError):
@@ -105,8 +109,11 @@ def moved_folders(
         if slash and etype in by_type:
             by_type[etype].append(rel)
     lstat = os.lstat
+    real = real_types(objects)
     for etype in ENTITY_TYPES:
         try:
+            if etype not in real:
+                raise FileNotFoundError  # a symlink is never entered: as good as absent
             mtime: int | None = lstat(f"{objects}/{etype}").st_mtime_ns
         except (FileNotFoundError, NotADirectoryError):
             mtime = None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kindling import canonical
 from kindling.errors import CorruptFileError, KindlingError
-from kindling.fileio import is_entity_name, read_whole
+from kindling.fileio import is_entity_name, is_real_dir, read_whole
 from kindling.index import fsclock, schema
 from kindling.index.schema import FileRead
 from kindling.model import ENTITY_TYPES
@@ -69,10 +69,18 @@ def stat_key(st: os.stat_result) -> str:
     return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}"
 
 
+def real_types(objects: str, types: tuple[str, ...] = ENTITY_TYPES) -> tuple[str, ...]:
+    """The type folders under `objects` a walk may enter: real folders, never a symlink (one
+    could lead a walk anywhere on the machine), under an objects/ that is not one either."""
+    if not is_real_dir(objects):
+        return ()
+    return tuple(etype for etype in types if is_real_dir(f"{objects}/{etype}"))
+
+
 def buckets(objects: str, types: tuple[str, ...] = ENTITY_TYPES) -> list[tuple[str, str]]:
     """Every fan-out folder (of `types`) under `objects` as (relative path, absolute path)."""
     out = []
-    for etype in types:
+    for etype in real_types(objects, types):
         try:
             entries = os.scandir(f"{objects}/{etype}")
         except (FileNotFoundError, NotADirectoryError):

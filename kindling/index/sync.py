@@ -31,6 +31,7 @@ from kindling.index.scan import (
     ObjectPaths,
     buckets,
     read_entity_file,
+    real_types,
     scan_folder,
     stat_key,
     try_parse,
@@ -184,13 +185,15 @@ class Syncer:
         plan = SyncPlan(self.paths.racy_from(), within=set())
         dirs: dict[str, int | None] = dict(type_dirs or {})
         objects = self.paths.objects
+        types = real_types(objects)
         for rel_folder in sorted(moved):
             etype, _, bucket = rel_folder.partition("/")
             if etype not in ENTITY_TYPES or not bucket or "/" in bucket:
                 continue
             path: str | None = f"{objects}/{rel_folder}"
             try:
-                st = os.lstat(path)  # before listing, as git does
+                # Before listing, as git does; under a symlinked type folder: never entered.
+                st = os.lstat(path) if etype in types else None
             except (FileNotFoundError, NotADirectoryError):
                 st = None
             if st is None or not stat_module.S_ISDIR(st.st_mode):
