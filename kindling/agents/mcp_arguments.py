@@ -22,7 +22,8 @@ _PLURALS = {"string": "strings", "integer": "integers", "number": "numbers", "ob
 
 def argument_problem(tool: str, errors: list[dict], schema: dict) -> str:
     """One line naming what is wrong with a call's arguments (`errors` as pydantic lists them)."""
-    # subject -> what it must be, and what was sent; arguments that fail alike share a line.
+    # What is wrong -> the arguments it is wrong with, and what each sent: arguments that
+    # fail alike share one clause, so a list of ten bad kinds stays one short line.
     alike: dict[str, list[tuple[str, str | None]]] = {}
     for error in errors:
         subject, verdict, sent = _problem(tool, error, schema)
