@@ -1,9 +1,8 @@
-"""kindling.sha256 gives hashlib's and hmac's answers without loading OpenSSL."""
+"""kindling.sha256 gives hashlib's answers without loading OpenSSL."""
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import subprocess
 import sys
 
@@ -15,22 +14,6 @@ from kindling import sha256
 @pytest.mark.parametrize("data", [b"", b"abc", bytes(range(256)) * 300])
 def test_digests_match_hashlib(data):
     assert sha256.hexdigest(data) == hashlib.sha256(data).hexdigest()
-
-
-@pytest.mark.parametrize("key_len", [0, 16, 32, 63, 64, 65, 200])
-def test_hmac_matches_the_standard_library(key_len):
-    key = bytes((7 * i + 3) % 256 for i in range(key_len))
-    for message in (b"", b"kindling-index\0/x/index.sqlite\x0012\x0034", b"m" * 1000):
-        expected = hmac.new(key, message, hashlib.sha256).hexdigest()
-        assert sha256.hmac_hexdigest(key, message) == expected
-
-
-def test_equal():
-    digest = sha256.hexdigest(b"a")
-    assert sha256.equal(digest, str(digest))
-    assert not sha256.equal(digest, digest[:-1] + ("0" if digest[-1] != "0" else "1"))
-    assert not sha256.equal(digest, digest[:-1])
-    assert not sha256.equal("", digest)
 
 
 def test_a_hook_process_never_loads_openssl():
