@@ -190,7 +190,7 @@ def run_hook(event: str, data: bytes, store: str | None = None) -> HookResult:
     payload: dict = {}
     try:
         payload = read_payload(data)
-        memory = Memory(store, cwd=project_dir(payload))
+        memory = Memory(store, cwd=project_dir(payload), autowatch=True)
         if event not in EVENTS:
             note_activity(memory.store, event, known=False)
             memory.close()

@@ -393,7 +393,7 @@ def serve(stores: list[str] | tuple[str, ...] = ()) -> None:
     from kindling.memory import Memory
 
     # Missing stores are reported before the slow SDK import.
-    memories = [Memory(s) for s in stores] if stores else [Memory(None)]
+    memories = [Memory(s, autowatch=True) for s in stores or [None]]
     try:
         run_stdio(build_server(memories))
     finally:
