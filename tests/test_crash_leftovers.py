@@ -20,10 +20,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import REPO_ROOT
 
-from kindling import canonical
 from kindling.cli import cli
 from kindling.fileio import is_temp_name
-from kindling.index import schema
 from kindling.memory import Memory
 from kindling.model import REDACTED_CONTENT
 from kindling.store import Store
@@ -132,42 +130,6 @@ def test_finding_crash_during_forget_leaves_no_forgotten_word_fsck_finds_and_fix
 
     code, report = fsck_json(store_dir, "--fix")
     assert code == 0, report
-    code, report = fsck_json(store_dir)
-    assert (code, report["problems"]) == (0, [])
-    assert_forgotten_everywhere(store_dir, store, secret["id"])
-
-
-def test_finding_old_fts_segments_keep_a_forgotten_word_fsck_finds_and_rewrites_them(store_dir):
-    store, secret = remembered(store_dir)
-    # What a forget killed between its row change and its segment rewrite leaves (and what
-    # any sync of a pulled forget left before): rows in step with the redacted file, the
-    # document deleted from FTS5 the plain way, its terms still in the old segments.
-    path, data = store.write("observations", redacted(secret))
-    rel = path.relative_to(store.objects).as_posix()
-    conn = sqlite3.connect(store.index_path)
-    with conn:
-        conn.execute("PRAGMA secure_delete = OFF")
-        (fid,) = conn.execute("SELECT id FROM files WHERE path = ?", (rel,)).fetchone()
-        conn.execute("DELETE FROM fts WHERE rowid = ?", (fid,))
-        conn.execute(schema.INSERT_ENTITY, schema.entity_row(fid, "observations", redacted(secret)))
-        conn.execute(
-            "UPDATE files SET hash = ?, statkey = '' WHERE id = ?",
-            (canonical.content_hash(data), fid),
-        )
-    conn.close()
-    # A query for the word matches no live row, yet the segments still hold it.
-    assert live_rows_matching(store, WORD) == []
-    assert segments_hold(store, WORD)
-
-    code, report = fsck_json(store_dir)
-    assert code == 1
-    problems = [(p["path"], p["check"], p["fixed"]) for p in report["problems"]]
-    assert problems == [(f"objects/{rel}", "index", None)]
-    assert "old segments" in report["problems"][0]["reason"]
-
-    code, report = fsck_json(store_dir, "--fix")
-    assert code == 0, report
-    assert report["problems"][0]["fixed"] == "index rebuilt from the files"
     code, report = fsck_json(store_dir)
     assert (code, report["problems"]) == (0, [])
     assert_forgotten_everywhere(store_dir, store, secret["id"])

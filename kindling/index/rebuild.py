@@ -158,11 +158,7 @@ def _newly_forgotten(conn: sqlite3.Connection, marked: dict[str, tuple]) -> list
 
 # Reasons `verify` gives for words a forget took from a file that the index still holds.
 FORGOTTEN_TEXT = "the index still holds words a forget took from this file"
-FORGOTTEN_TERMS = (
-    "the full-text index's old segments still hold terms under this forgotten observation's "
-    "row (text its file no longer has)"
-)
-FORGOTTEN = (FORGOTTEN_TEXT, FORGOTTEN_TERMS)
+FORGOTTEN = (FORGOTTEN_TEXT,)
 
 
 # Where a verify row (files.id, hash, problem, then the entity row) holds the redacted flag.
@@ -193,7 +189,6 @@ def verify(syncer: Syncer, index_path: str) -> list[Problem]:
         texts: dict[int, str] | None = dict(conn.execute("SELECT rowid, body FROM fts"))
     except sqlite3.DatabaseError:
         texts = None  # the full-text tables are damaged: the integrity check said so
-    forgotten: dict[int, str] = {}  # rowid -> path of every redacted observation's file
     racy_from = syncer.paths.racy_from()
     for rel, etype, st in syncer.files():
         read = read_entity_file(syncer.paths, rel, etype, st, racy_from)
@@ -212,8 +207,6 @@ def verify(syncer: Syncer, index_path: str) -> list[Problem]:
         fresh = schema.entity_row(row[3], etype, entity)
         text = schema.searchable_text(etype, entity)
         redacted = etype == "observations" and text is None
-        if redacted:
-            forgotten[fid] = path
         if row[1] != read.hash:
             why = "the index holds an older version of this file"
         elif row[3:] != fresh:
@@ -237,103 +230,7 @@ def verify(syncer: Syncer, index_path: str) -> list[Problem]:
     ).fetchone()[0]
     if orphans:
         out.append(Problem(index_path, f"{orphans} orphan rows"))
-    reported = {p.path for p in out}
-    for fid in sorted(_in_segments(conn, set(forgotten))):
-        if forgotten[fid] not in reported:
-            out.append(Problem(forgotten[fid], FORGOTTEN_TERMS))
     return out
-
-
-# FTS5 keeps its index in the fts_data table: segment leaves at rowids that carry the segment
-# id above bit 37, a doclist-index flag and tree height in bits 31-36, the page number below.
-_LEAF_FLAGS = (1 << 37) - (1 << 31)
-_FIRST_TOMBSTONE_SEGMENT = 1 << 16  # 3.44+ keeps contentless-delete tombstones there
-
-
-def _in_segments(conn: sqlite3.Connection, wanted: set[int]) -> set[int]:
-    """Those of `wanted` rowids that some full-text segment still holds positions for.
-
-    A document FTS5 deletes without its secure-delete option keeps its entries (terms and
-    positions) in the old segments, cancelled by a delete marker in a newer one, until a merge
-    brings the two together; queries and fts5vocab never show them. So the leaves are read
-    as the FTS5 file format describes them (fts5_index.c): every entry with a position list.
-    Leaves that do not decode are left to the integrity check.
-    """
-    if not wanted:
-        return set()
-    found: set[int] = set()
-    pending = None  # (leaf id, rowid) whose position list starts on the next leaf
-    try:
-        for leaf, block in conn.execute("SELECT id, block FROM fts_data WHERE id > 10 ORDER BY id"):
-            if not isinstance(leaf, int) or not isinstance(block, bytes):
-                pending = None
-            elif leaf & _LEAF_FLAGS or leaf >> 37 >= _FIRST_TOMBSTONE_SEGMENT:
-                pending = None  # a doclist index or a tombstone page: no entries of its own
-            else:
-                carried = pending if pending is not None and pending[0] == leaf - 1 else None
-                try:
-                    pending = _leaf_entries(block, carried, leaf, wanted, found)
-                except (IndexError, ValueError):
-                    pending = None
-    except sqlite3.DatabaseError:
-        pass  # no segments to read: the integrity check names the damage
-    return found
-
-
-def _leaf_entries(
-    block: bytes, pending: tuple[int, int] | None, leaf: int, wanted: set[int], found: set[int]
-) -> tuple[int, int] | None:
-    """Add to `found` the wanted rowids with positions on one leaf; the rowid left pending."""
-    size = int.from_bytes(block[2:4], "big")  # where the page footer (term offsets) starts
-    first_rowid = int.from_bytes(block[0:2], "big")  # a doclist continued from the last leaf
-    if pending is not None:
-        header, _ = _varint(block, 4)
-        if header >> 1 and pending[1] in wanted:
-            found.add(pending[1])
-    terms, at, offset = [], size, 0
-    while at < len(block):
-        delta, at = _varint(block, at)
-        offset += delta
-        terms.append(offset)
-    regions = []
-    if first_rowid:
-        regions.append((first_rowid, terms[0] if terms else size))
-    for n, start in enumerate(terms):
-        if n == 0:  # the first term on a leaf is whole
-            length, at = _varint(block, start)
-        else:  # later ones share a prefix with the one before
-            _, at = _varint(block, start)
-            length, at = _varint(block, at)
-        regions.append((at + length, terms[n + 1] if n + 1 < len(terms) else size))
-    left = None
-    for at, end in regions:
-        if at >= end:
-            continue
-        rowid, at = _varint(block, at)
-        while True:
-            if at >= end:  # the leaf ends right after this rowid
-                left = (leaf, rowid)
-                break
-            header, at = _varint(block, at)  # bytes * 2, plus 1 for a delete marker
-            if header >> 1 and rowid in wanted:
-                found.add(rowid)
-            at += header >> 1
-            if at >= end:
-                break
-            delta, at = _varint(block, at)
-            rowid += delta
-    return left
-
-
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    """SQLite's varint (big-endian, 7 bits a byte, a whole 9th byte) at `at`; value, next."""
-    value = 0
-    for i in range(8):
-        byte = data[at + i]
-        value = (value << 7) | (byte & 0x7F)
-        if byte < 0x80:
-            return value, at + i + 1
-    return (value << 8) | data[at + 8], at + 9
 
 
 class _Rollback(Exception):
