@@ -28,6 +28,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import bench  # noqa: E402
 
+from kindling.store import Store  # noqa: E402
+
 # Times retrieve() in the checkout on PYTHONPATH: prints the median of `runs` calls, in ms.
 _CHILD = """
 import statistics, sys, time
@@ -92,7 +94,8 @@ def process_ms(checkout: Path, store: Path, args: list[str]) -> float:
 
 
 def index_mb(store: Path) -> float:
-    return sum(p.stat().st_size for p in store.glob("index.sqlite*")) / 1e6
+    index = Store(store).index_path
+    return sum(p.stat().st_size for p in index.parent.glob("index.sqlite*")) / 1e6
 
 
 def compare(n: int, against: Path, rounds: int, out: Path) -> list[tuple]:
