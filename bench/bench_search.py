@@ -27,7 +27,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 import bench  # noqa: E402
-
 from kindling.store import Store  # noqa: E402
 
 # Times retrieve() in the checkout on PYTHONPATH: prints the median of `runs` calls, in ms.
