@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kindling import sha256
 from kindling.clock import now_ms
 from kindling.errors import CorruptFileError, KindlingError, ValidationError
-from kindling.forgetting import ForgetReport, Plan, Step, plan_forget, plan_matching
 from kindling.lookup import Lookup
 from kindling.masking import mask_json, mask_scope_ids, mask_text
 from kindling.model import (
@@ -32,6 +31,9 @@ from kindling.model import (
     validate,
 )
 from kindling.store import Store
+
+if TYPE_CHECKING:
+    from kindling.forgetting import ForgetReport, Plan, Step
 
 
 class Written(NamedTuple):
@@ -265,6 +267,8 @@ class Capture:
 
         Returns the entity as stored afterwards (as it is, in a dry run) and the report.
         """
+        from kindling.forgetting import plan_forget  # only forgetting pays for its import
+
         found = self.lookup.resolve(ref)
         plan = plan_forget(self.store, found.entity_type, found.entity, found.path)
         report, done = self._carry_out(plan, dry_run)
@@ -280,9 +284,13 @@ class Capture:
     def forget_matching(self, needle: str, *, dry_run: bool = False) -> ForgetReport:
         """Forget every entity whose words hold `needle` (exact, case-sensitive), found by
         reading every file, and what quotes the observations among them."""
+        from kindling.forgetting import plan_matching
+
         return self._carry_out(plan_matching(self.store, needle), dry_run)[0]
 
     def _carry_out(self, plan: Plan, dry_run: bool) -> tuple[ForgetReport, dict[str, Written]]:
+        from kindling.forgetting import ForgetReport
+
         report = ForgetReport(dry_run=dry_run, problems=list(plan.problems))
         done: dict[str, Written] = {}
         for step in plan.ordered():

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import secrets
 import sys
 import time
 from pathlib import Path
@@ -223,6 +222,8 @@ def spawn_detached(args: list[str], *, cwd: str) -> int:
 
 def new_token() -> str:
     """A watcher's token: what a stop request must name to end that watcher and no other."""
+    import secrets  # only a watcher makes one (secrets loads OpenSSL, which readers avoid)
+
     return secrets.token_hex(16)
 
 
