@@ -331,3 +331,17 @@ def test_finding_forget_bad_input_is_one_line(run, store_dir, args, code, says):
     output = fails(run("forget", *args), code)
     assert says in output
     assert output.strip().splitlines()[-1].startswith("Error: ")
+
+
+def test_a_forgotten_summary_is_never_the_current_summary_nor_found(memory):
+    older = memory.open_capsule("first", scope={"sessionId": "s1", "repoId": "acme"}).entity
+    memory.close_capsule(older["id"], summary="the parser fix shipped")
+    newer = memory.open_capsule("second", scope={"sessionId": "s2", "repoId": "acme"}).entity
+    summary_id = memory.close_capsule(newer["id"], summary="rotated the staging key").entity[
+        "summaryId"
+    ]
+    assert memory.search("anything")["currentSummary"]["id"] == summary_id
+    memory.forget(summary_id)
+    result = memory.search("redacted")
+    assert result["currentSummary"]["content"] == "the parser fix shipped"
+    assert all(c["entity"]["id"] != summary_id for c in result["candidates"])

@@ -152,7 +152,7 @@ def test_every_tool_with_valid_arguments(store_dir, isolated_env, tmp_path):
         _, summaries = await ok(client, "recent", type="summaries")
         assert summaries["items"][0]["content"] == "exp is in seconds"
 
-        text, forgotten = await ok(client, "forget", observation_id=second["id"])
+        text, forgotten = await ok(client, "forget", id=second["id"])
         assert forgotten == {"id": second["id"], "redacted": True}
 
     scenario([store_dir], isolated_env, tmp_path, body)
@@ -176,7 +176,7 @@ def test_invalid_arguments_are_short_errors(store_dir, isolated_env, tmp_path):
             client, "capsule_open", intent="twice", scope={"sessionId": "s10"}
         )
         assert "no pin" in await error(client, "unpin", pin_id="pin_0000000000")
-        await error(client, "forget", observation_id="00000000-0000")
+        await error(client, "forget", id="00000000-0000")
         assert "observations only" in await error(
             client, "recent", type="capsules", kinds=["error"]
         )

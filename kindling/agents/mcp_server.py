@@ -378,10 +378,12 @@ def build_server(memories: list):
         return answer(f"unpinned {removed['id']}", {"pin": removed})
 
     @tool(read_only=False, destructive=True, idempotent=True)
-    def forget(observation_id: Ref, store: Store = None) -> CallToolResult:
-        """Redact an observation: the record stays, its content and provenance are removed."""
+    def forget(id: Ref, store: Store = None) -> CallToolResult:
+        """Forget an observation, capsule, summary or pin (id or unique prefix): the record
+        stays, its text goes, and so do the copies of an observation's text in its session's
+        intent and summaries."""
         memory, _ = served.pick(store)
-        entity = memory.forget(observation_id).entity
+        entity = memory.forget(id).entity
         return answer(f"forgot {entity['id']}", {"id": entity["id"], "redacted": True})
 
     return server

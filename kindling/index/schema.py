@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from kindling import canonical
 from kindling.index.tokens import searchable
-from kindling.model import ENTITY_TYPES, SCOPE_NAMES
+from kindling.model import ENTITY_TYPES, REDACTED_CONTENT, SCOPE_NAMES
 from kindling.store import (
     Problem,  # noqa: F401 - part of the index API
     fanout,
@@ -65,7 +65,7 @@ class FileRead(NamedTuple):
 
 
 # Bump on any change to the tables below; an index with another PRAGMA user_version is rebuilt.
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 # A file (or folder) whose mtime or ctime is this close to the moment its stat data was taken
 # may change again within the same timestamp tick without its stat data changing, so it is
@@ -191,10 +191,12 @@ def entity_row(rowid: int, entity_type: str, entity: dict) -> tuple[Any, ...]:
 
 def searchable_text(entity_type: str, entity: dict) -> str | None:
     """The text full-text search sees: observation and summary content; redacted text never."""
-    if entity_type == "summaries" or (entity_type == "observations" and not entity["redacted"]):
-        # The content, then every other spelling of the names in it (busyTimeout: busy timeout).
-        return searchable(entity["content"])
-    return None
+    if entity_type == "summaries":
+        forgotten = entity["content"] == REDACTED_CONTENT  # how a whole summary is forgotten
+    else:
+        forgotten = entity_type != "observations" or entity["redacted"]
+    # The content, then every other spelling of the names in it (busyTimeout: busy timeout).
+    return None if forgotten else searchable(entity["content"])
 
 
 def create(conn: sqlite3.Connection) -> None:

@@ -19,6 +19,7 @@ from kindling.model import (
     MAX_TIMESTAMP_MS,
     OBSERVATION_KINDS,
     PLURAL,
+    REDACTED_CONTENT,
     is_timestamp,
     scope_errors,
 )
@@ -146,8 +147,8 @@ def current_summary(index: Index, scope: dict) -> dict | None:
     by = "opened" if "sessionId" in scope else "closed"
     for capsule in index.summarised_capsules(scope, by=by):
         found = index.get(capsule["summaryId"], "summaries")
-        if found is not None:
-            return found.entity
+        if found is not None and found.entity["content"] != REDACTED_CONTENT:
+            return found.entity  # a forgotten summary says nothing worth showing first
     return None
 
 
