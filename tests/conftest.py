@@ -31,12 +31,10 @@ def pin_fs_clock(monkeypatch, racy_from: int) -> None:
 
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path_factory, monkeypatch):
-    """Point HOME, the cache and state at a temp dir; clear Kindling's environment variables."""
+    """Point HOME and the cache (state folders outside git) at a temp dir; clear KINDLING_*."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
-    # The index key's home outside any repository: shared by subprocesses given another HOME.
-    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".state"))
     for name in list(os.environ):
         if name.startswith("KINDLING_"):
             monkeypatch.delenv(name)
