@@ -13,13 +13,18 @@ from typing import Any
 import orjson
 
 from kindling import sha256
+from kindling.errors import KindlingError, ValidationError
 
 _OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 _CONFLICT_PREFIXES = (b"<<<<<<<", b"=======", b">>>>>>>")
 
 
-class DecodeError(ValueError):
+class DecodeError(KindlingError, ValueError):
     """Bytes that are not a JSON object; the message is a one-line reason."""
+
+
+class EncodeError(ValidationError):
+    """A value that cannot be stored as canonical JSON; nothing was written."""
 
 
 def encode(entity: Any) -> bytes:
@@ -27,10 +32,10 @@ def encode(entity: Any) -> bytes:
     try:
         data = orjson.dumps(entity, option=_OPTIONS)
     except (orjson.JSONEncodeError, TypeError) as exc:
-        raise DecodeError(f"cannot be stored as JSON: {exc}") from None
+        raise EncodeError(f"cannot be stored as JSON: {exc}") from None
     # orjson writes NaN and Infinity as null; only output holding a null can hide one.
     if b"null" in data and _has_non_finite(entity):
-        raise DecodeError("cannot be stored as JSON: NaN and Infinity are not JSON numbers")
+        raise EncodeError("cannot be stored as JSON: NaN and Infinity are not JSON numbers")
     return data
 
 

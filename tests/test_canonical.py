@@ -64,7 +64,7 @@ def test_decode_errors(data, reason):
 )
 def test_nan_and_infinity_cannot_be_encoded_silently(value):
     # orjson alone would write each of these as null.
-    with pytest.raises(canonical.DecodeError, match="NaN and Infinity"):
+    with pytest.raises(canonical.EncodeError, match="NaN and Infinity"):
         canonical.encode(value)
 
 

@@ -24,6 +24,7 @@ import copy
 from typing import Any, NamedTuple
 
 from kindling import canonical
+from kindling.errors import ValidationError
 from kindling.model import ENTITY_TYPES, REDACTED_CONTENT, entity_errors, type_of_new_id
 
 _LIST_UNIONS = {"capsules": ("observationIds",), "summaries": ("evidenceRefs",)}
@@ -114,7 +115,7 @@ def _merge_capsule_close(base: dict, ours: dict, theirs: dict, merged: dict) -> 
 def merge_entity(entity_type: str, base: dict | None, ours: dict, theirs: dict) -> MergeResult:
     """Merge two edits of one entity against their common ancestor (None when there is none)."""
     if entity_type not in ENTITY_TYPES:
-        raise ValueError(f"unknown entity type {entity_type!r}")
+        raise ValidationError(f"unknown entity type {entity_type!r}")
     if not isinstance(ours, dict) or not isinstance(theirs, dict):
         return MergeResult(None, ["<not an object>"])
     b = base if isinstance(base, dict) else {}
@@ -255,7 +256,7 @@ def _section(data: bytes | None, entity: dict | None) -> bytes:
     if entity is not None:
         try:
             return canonical.encode(entity)
-        except canonical.DecodeError:
+        except canonical.EncodeError:
             pass
     if not data:
         return b""
