@@ -105,6 +105,15 @@ def watcher_caught_up(repo: Path) -> bool:
     return bool(info and info["caughtUp"])
 
 
+def stop_watcher(kindling: list[str], env: dict, repo: Path) -> None:
+    """Stop the running watcher, leaving the next reader free to start one by itself."""
+    from kindling.store import Store
+    from kindling.watch import daemon
+
+    run([*kindling, "watch", "--stop"], env, repo)
+    daemon.resume(Store(repo / ".kindling"))  # --stop keeps it off in this clone; undo that
+
+
 def wait_caught_up(repo: Path, timeout: float = 600.0) -> None:
     end = time.monotonic() + timeout
     while not watcher_caught_up(repo):
@@ -135,10 +144,10 @@ def measure(n: int, rows, table, runs: int, out: Path, env: dict, fresh: bool, p
 
     # The session and its open capsule, as the first SessionStart leaves them; this first
     # full walk also starts the watcher.
-    from kindling.watch.daemon import min_files
+    from kindling.settings import Settings
 
-    watched = n >= min_files()  # a smaller store is walked each time, with no watcher
-    run([*kindling, "watch", "--stop"], env, repo)
+    watched = n >= Settings.from_environ(env).min_files  # a smaller store is walked each time
+    stop_watcher(kindling, env, repo)
     hook("SessionStart")()
     if watched:
         wait_caught_up(repo)
@@ -164,7 +173,7 @@ def measure(n: int, rows, table, runs: int, out: Path, env: dict, fresh: bool, p
     # The first call, before any watcher runs: it walks every file and starts one.
     cold = []
     for _ in range(max(1, min(runs, 3))):
-        run([*kindling, "watch", "--stop"], env, repo)
+        stop_watcher(kindling, env, repo)
         start = time.perf_counter()
         hook("SessionStart")()
         cold.append(time.perf_counter() - start)

@@ -13,7 +13,9 @@ import sys
 
 
 def _env_store() -> str | None:
-    return os.environ.get("KINDLING_STORE") or None  # empty counts as unset, as for click
+    from kindling.settings import store_from
+
+    return store_from(os.environ)
 
 
 def _fast_hook(args: list[str]) -> tuple[str, str | None] | None:

@@ -442,6 +442,7 @@ def index_problems(store: Store, *, fix: bool = False) -> list[Finding]:
     import sqlite3
 
     from kindling.index import Index
+    from kindling.index.db import remove_index_files
     from kindling.index.rebuild import FORGOTTEN
 
     rel = _index_rel(store)
@@ -480,8 +481,7 @@ def index_problems(store: Store, *, fix: bool = False) -> list[Finding]:
                 if index is not None:
                     index.close()
                     index = None
-                for suffix in ("", "-wal", "-shm"):
-                    Path(f"{store.index_path}{suffix}").unlink(missing_ok=True)
+                remove_index_files(store.index_path)
                 Index(store).close()
                 problem.fixed = "index rebuilt from the files"
             except (sqlite3.Error, OSError) as again:

@@ -19,8 +19,9 @@ from kindling.capture import Capture, Written, check_kinds, check_scope
 from kindling.clock import now_ms
 from kindling.errors import KindlingError, ValidationError
 from kindling.lookup import Lookup
-from kindling.model import ENTITY_TYPES, MAX_COUNT
+from kindling.model import ENTITY_TYPES, MAX_COUNT, is_count
 from kindling.progress import ProgressFactory
+from kindling.settings import Settings
 from kindling.store import STORE_DIRNAME, Found, Store, default_init_root, locate
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from kindling.fsck import FsckReport
     from kindling.git.resolve import ResolveReport
     from kindling.index import Index, Problem, SyncReport
+    from kindling.search.request import SearchRequest
 
 
 class Memory:
@@ -41,10 +43,16 @@ class Memory:
         *,
         cwd: str | os.PathLike | None = None,
         autowatch: bool = False,
+        settings: Settings | None = None,
     ) -> None:
-        """Open a store. With `autowatch`, a read that had to walk a big store starts a
-        background watcher for the next ones (kindling.watch.daemon); never otherwise."""
-        self.store = Store.open(locate(store, cwd))
+        """Open a store: `store`, else KINDLING_STORE, else the nearest `.kindling/`.
+
+        With `autowatch`, a read that had to walk a big store starts a background watcher
+        for the next ones (kindling.watch.daemon), as `settings` allow; never otherwise.
+        `settings` default to what the environment says now.
+        """
+        self.settings = settings if settings is not None else Settings.from_environ()
+        self.store = Store.open(locate(store if store is not None else self.settings.store, cwd))
         self.autowatch = autowatch
         self._index: Index | None = None
         # Inside batch(), the first sync serves every lookup that follows.
@@ -109,7 +117,7 @@ class Memory:
         if self.autowatch and index.walked and not index.watcher:
             from kindling.watch.daemon import maybe_start
 
-            maybe_start(self.store, index.watch_lock_path, index.walked)
+            maybe_start(self.store, index.watch_lock_path, index.walked, self.settings)
         return report
 
     @contextlib.contextmanager
@@ -285,9 +293,7 @@ class Memory:
             raise ValidationError(f"unknown entity type {entity_type!r}")
         check_kinds(kinds)
         scope = check_scope(scope)
-        if limit is not None and (
-            isinstance(limit, bool) or not isinstance(limit, int) or not 0 < limit <= MAX_COUNT
-        ):
+        if limit is not None and not is_count(limit, 1):
             raise ValidationError(f"limit must be an integer from 1 to {MAX_COUNT}")
         self.sync()
         if entity_type != "pins" or include_expired:
@@ -373,37 +379,18 @@ class Memory:
             self, source, on_conflict=on_conflict, dry_run=dry_run, progress=progress
         )
 
-    def search(
-        self,
-        query: str,
-        *,
-        scope: dict | None = None,
-        kinds: list[str] | None = None,
-        since: int | None = None,
-        max_results: int = 10,
-        max_tokens: int | None = None,
-        include_redacted: bool = False,
-        explain: bool = False,
-    ) -> dict:
-        """Pins, the current summary and ranked candidates for `query`: a RetrieveResult dict.
+    def search(self, request: SearchRequest | str, **options: Any) -> dict:
+        """Pins, the current summary and ranked candidates: a RetrieveResult dict.
 
-        With `explain`, each candidate also carries the parts of its score.
+        `request` is a SearchRequest, or a query whose keyword options (scope, kinds, since,
+        max_results, max_tokens, include_redacted, explain) build one.
         """
-        from kindling.search.retrieve import check_search_options, retrieve
+        from kindling.search.request import as_request
+        from kindling.search.retrieve import retrieve
 
-        check_search_options(query, scope, kinds, since, max_results, max_tokens)
+        request = as_request(request, options)  # bad options fail before any sync
         self.sync()
-        return retrieve(
-            self.index,
-            query,
-            scope=scope,
-            kinds=kinds,
-            since=since,
-            max_results=max_results,
-            max_tokens=max_tokens,
-            include_redacted=include_redacted,
-            explain=explain,
-        )
+        return retrieve(self.index, request)
 
     def reindex(self, full: bool = False, *, progress: ProgressFactory | None = None) -> SyncReport:
         """Walk every file and bring the index up to date, or rebuild it whole; a SyncReport."""
@@ -474,7 +461,7 @@ class Memory:
         """Why no watcher is started for this store by itself, or None when one may be."""
         from kindling.watch.daemon import disabled_by
 
-        return disabled_by(self.store)
+        return disabled_by(self.store, self.settings)
 
     def stop_watcher(self) -> int | None:
         """Stop the store's running watcher and start none by itself in this clone until

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from kindling import canonical, platform, sha256, statedir
+from kindling import canonical, hashing, platform, statedir
 from kindling.errors import CorruptFileError, KindlingError
 from kindling.fileio import atomic_output, fsync_dir, is_entity_name, is_real_dir, read_regular
 from kindling.model import ENTITY_TYPES, check_id, validate
@@ -91,14 +91,14 @@ class StoredFile(NamedTuple):
 
 def fanout(entity_id: str) -> str:
     """The two-hex-digit directory an id lives in."""
-    return sha256.hexdigest(entity_id.encode("utf-8"))[:2]
+    return hashing.hexdigest(entity_id.encode("utf-8"))[:2]
 
 
 def locate(explicit: str | os.PathLike | None = None, cwd: str | os.PathLike | None = None) -> Path:
-    """Find the store directory: `explicit`, else $KINDLING_STORE, else the nearest `.kindling/`."""
-    chosen = explicit if explicit is not None else os.environ.get("KINDLING_STORE") or None
-    if chosen is not None:
-        return Path(chosen).expanduser().absolute()
+    """Find the store directory: `explicit` (KINDLING_STORE when the caller read it), else
+    the nearest `.kindling/` from `cwd` up."""
+    if explicit is not None:
+        return Path(explicit).expanduser().absolute()
     here = Path(cwd if cwd is not None else os.getcwd()).absolute()
     for folder in (here, *here.parents):
         candidate = folder / STORE_DIRNAME

@@ -1,4 +1,4 @@
-"""Text for a terminal: stored content is shown, never acted on."""
+"""Text for people: stored content shown on a terminal, never acted on; text on one line."""
 
 from __future__ import annotations
 
@@ -17,3 +17,9 @@ def _escape(match: re.Match) -> str:
 def safe_text(text: object) -> str:
     """Text for a terminal: every control character shown as an escape, never acted on."""
     return _UNSAFE.sub(_escape, str(text))
+
+
+def one_line(text: str, width: int = 100) -> str:
+    """Text folded onto one line and cut to `width` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"

@@ -19,6 +19,7 @@ from conftest import run_kindling
 
 from kindling import canonical
 from kindling.memory import Memory
+from kindling.settings import Settings
 from kindling.store import Store
 from kindling.watch import daemon
 
@@ -240,7 +241,8 @@ def test_a_watcher_that_died_before_taking_the_lock_is_not_restarted_on_every_re
     spawned.write_text(f"{dead.pid} {time.time():.3f}\n")
     for name, value in ON.items():
         monkeypatch.setenv(name, value)
-    assert daemon.maybe_start(Store(store_dir), lock_of(store_dir), walked=10) is None
+    settings = Settings.from_environ()
+    assert daemon.maybe_start(Store(store_dir), lock_of(store_dir), 10, settings) is None
     assert daemon.running_pid(lock_of(store_dir)) is None
 
 

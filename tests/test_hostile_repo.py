@@ -21,6 +21,7 @@ import pytest
 
 from kindling import canonical
 from kindling.memory import Memory
+from kindling.settings import CI_VARIABLES, Settings
 from kindling.store import Store
 from kindling.watch import daemon
 
@@ -379,16 +380,17 @@ def test_finding_read_only_commands_never_start_a_watcher(tmp_path, stop_watcher
     ["JENKINS_URL", "TF_BUILD", "GITHUB_ACTIONS", "GITLAB_CI", "BUILDKITE", "TEAMCITY_VERSION"],
 )
 def test_finding_ci_detection_reads_only_ci(variable):
-    assert daemon.in_ci({variable: "True"})
-    assert not daemon.in_ci({})
-    assert not daemon.in_ci({"CI": "false"})
+    assert Settings.from_environ({variable: "True"}).ci
+    assert not Settings.from_environ({}).ci
+    assert not Settings.from_environ({"CI": "false"}).ci
+    assert Settings.from_environ({"JENKINS_URL": "x", "KINDLING_AUTOWATCH": "1"}).autowatch
 
 
 def test_finding_ci_detection_keeps_a_jenkins_job_free_of_watchers(tmp_path, stop_watchers):
     repo = make_clone(tmp_path / "clone")
     store = repo / ".kindling"
     stop_watchers.append(store)
-    env = {name: "" for name in daemon.CI_VARIABLES}
+    env = {name: "" for name in CI_VARIABLES}
     env.update({"KINDLING_AUTOWATCH": "", "KINDLING_AUTOWATCH_MIN_FILES": "1"})
     env["JENKINS_URL"] = "https://ci.example/"
     assert run(repo, "search", "release", env=env).returncode == 0

@@ -117,14 +117,19 @@ def test_corrupt_file_is_reported_with_its_path_and_left_alone(store_dir):
 
 
 def test_locate_prefers_explicit_then_env_then_nearest(tmp_path, monkeypatch):
+    from kindling.memory import Memory
+
     project = tmp_path / "project"
     deep = project / "src" / "pkg"
     deep.mkdir(parents=True)
     Store.create(project / ".kindling")
+    Store.create(tmp_path / "elsewhere")
     assert locate(None, deep) == project / ".kindling"
-    monkeypatch.setenv("KINDLING_STORE", str(tmp_path / "elsewhere"))
-    assert locate(None, deep) == tmp_path / "elsewhere"
     assert locate(tmp_path / "explicit", deep) == tmp_path / "explicit"
+    assert Memory(cwd=deep).store.root == project / ".kindling"
+    monkeypatch.setenv("KINDLING_STORE", str(tmp_path / "elsewhere"))
+    assert Memory(cwd=deep).store.root == tmp_path / "elsewhere"
+    assert Memory(project / ".kindling", cwd=deep).store.root == project / ".kindling"
 
 
 def test_no_store_found_says_to_init(tmp_path):

@@ -16,6 +16,7 @@ from kindling.clock import format_utc
 from kindling.errors import KindlingError
 from kindling.masking import mask_json, mask_text, mask_then_cut
 from kindling.repo_identity import RepoIdentity, identify
+from kindling.terminal import one_line as fold
 
 SOURCE = "claude-code"
 
@@ -89,9 +90,7 @@ def cut(text: str, limit: int) -> tuple[str, bool]:
 
 def one_line(text: str, width: int) -> str:
     """`text` masked, folded onto one line and cut to `width` characters."""
-    masked, _ = mask_text(text)
-    flat = " ".join(masked.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    return fold(mask_text(text)[0], width)
 
 
 def short_id(entity_id: str) -> str:

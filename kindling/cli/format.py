@@ -6,7 +6,7 @@ import click
 
 from kindling.clock import format_utc
 from kindling.model import entity_time
-from kindling.terminal import safe_text
+from kindling.terminal import one_line, safe_text
 
 
 def echo(text: object = "", *, err: bool = False, nl: bool = True) -> None:
@@ -17,12 +17,6 @@ def echo(text: object = "", *, err: bool = False, nl: bool = True) -> None:
 def format_time(ms: int) -> str:
     """Epoch milliseconds as UTC `YYYY-MM-DD HH:MM:SS`; never raises."""
     return format_utc(ms)
-
-
-def one_line(text: str, width: int = 100) -> str:
-    """Text folded onto one line and cut to `width` characters with an ellipsis."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def entity_line(entity_type: str, entity: dict) -> str:

@@ -107,14 +107,13 @@ def watch_cmd(
         return
     if background:
         from kindling.errors import KindlingError
-        from kindling.watch.daemon import idle_exit_s
 
         try:  # started by a reader: silent, and quietly gone when another watcher runs
             memory.watch(
                 debounce_ms=debounce_ms,
                 reconcile_every=reconcile_every,
                 on_event=lambda event: None,
-                idle_exit=idle_exit if idle_exit is not None else idle_exit_s() or None,
+                idle_exit=idle_exit or memory.settings.idle_exit_s or None,
             )
         except KindlingError:
             pass

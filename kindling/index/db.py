@@ -45,6 +45,13 @@ def _is_corrupt(exc: sqlite3.Error) -> bool:
     return "malformed" in text or "not a database" in text
 
 
+def remove_index_files(path: str | os.PathLike) -> None:
+    """Delete an index file with its -wal and -shm (a damaged index is rebuilt from nothing)."""
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{os.fspath(path)}{suffix}")
+
+
 class Index(IndexReader):
     """The SQLite FTS5 cache of one store, opened (and built when needed) on construction."""
 
@@ -112,9 +119,7 @@ class Index(IndexReader):
             self._build(only_if_stale=True)
 
     def _discard_file(self) -> None:
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(f"{self.path}{suffix}")
+        remove_index_files(self.path)
 
     def _reopen_if_replaced(self) -> None:
         """Reconnect when the index file was deleted or replaced under this connection."""

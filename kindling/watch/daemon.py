@@ -22,7 +22,6 @@ in this clone (until `kindling watch --start`), and when the store's config.json
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import sys
 import time
@@ -31,93 +30,22 @@ from pathlib import Path
 from kindling.errors import KindlingError
 from kindling.fileio import SAFE_OPEN_FLAGS, read_regular, write_atomic
 from kindling.index import handoff
+from kindling.settings import AUTOWATCH_ENV, Settings
 from kindling.store import Store
 
-ENV = "KINDLING_AUTOWATCH"
-MIN_FILES_ENV = "KINDLING_AUTOWATCH_MIN_FILES"
-IDLE_ENV = "KINDLING_AUTOWATCH_IDLE_S"
-DEFAULT_MIN_FILES = 5_000
-DEFAULT_IDLE_S = 1_800.0
-MAX_IDLE_S = 7 * 86_400.0
 SPAWN_NAME = "watch.spawn"  # who was started last, and when
 OFF_NAME = "watch.off"  # `kindling watch --stop` in this clone: no watcher until --start
 STOP_NAME = "watch.stop"  # a stop request: the token of the watcher asked to end
 SPAWN_GRACE_S = 10.0  # a starting watcher gets this long to take its lock before another try
 FAILED_BACKOFF_S = 300.0  # after a watcher died before taking its lock, wait this long
 STOP_WAIT_S = 10.0
-_OFF = ("0", "false", "no", "off")
-_ON = ("1", "true", "yes", "on")
-
-# Set by the CI systems in common use (each one's documented variable); any of them non-empty
-# (and not "false" or "0") means this run is a CI job, where a watcher would only outlive it.
-CI_VARIABLES = (
-    "CI",
-    "CONTINUOUS_INTEGRATION",
-    "BUILD_NUMBER",  # Jenkins, TeamCity
-    "JENKINS_URL",
-    "HUDSON_URL",
-    "TF_BUILD",  # Azure Pipelines
-    "GITHUB_ACTIONS",
-    "GITLAB_CI",
-    "BUILDKITE",
-    "CIRCLECI",
-    "TRAVIS",
-    "TEAMCITY_VERSION",
-    "BITBUCKET_BUILD_NUMBER",
-    "CODEBUILD_BUILD_ID",  # AWS CodeBuild
-    "DRONE",
-    "APPVEYOR",
-    "bamboo_buildKey",
-    "GO_PIPELINE_NAME",  # GoCD
-    "SEMAPHORE",
-    "CF_BUILD_ID",  # Codefresh
-    "CIRRUS_CI",
-    "BUILDER_OUTPUT",  # Google Cloud Build
-    "HEROKU_TEST_RUN_ID",
-    "NETLIFY",
-    "VERCEL",
-    "WOODPECKER",
-    "SCREWDRIVER",
-    "BUDDY",
-    "TASK_ID",  # Taskcluster
-    "HARNESS_BUILD_ID",
-)
 
 
-def in_ci(environ: dict[str, str] | None = None) -> bool:
-    """True when one of the common CI systems' variables says this is a CI job."""
-    env = os.environ if environ is None else environ
-    for name in CI_VARIABLES:
-        value = env.get(name, "").strip().lower()
-        if value and value not in ("false", "0"):
-            return True
-    return False
-
-
-def _env_number(name: str, default: float, most: float) -> float:
-    try:
-        value = float(os.environ.get(name, ""))
-    except ValueError:
-        return default
-    return min(value, most) if math.isfinite(value) and value >= 0 else default
-
-
-def min_files() -> int:
-    """How many entity files a store holds before a reader starts a watcher for it."""
-    return int(_env_number(MIN_FILES_ENV, DEFAULT_MIN_FILES, 10**9))
-
-
-def idle_exit_s() -> float:
-    """Seconds a background watcher waits unused before it exits."""
-    return _env_number(IDLE_ENV, DEFAULT_IDLE_S, MAX_IDLE_S)
-
-
-def disabled_by(store: Store) -> str | None:
+def disabled_by(store: Store, settings: Settings) -> str | None:
     """Why Kindling may not start a watcher for this store by itself, or None when it may."""
-    setting = os.environ.get(ENV, "").strip().lower()
-    if setting in _OFF:
-        return f"{ENV}={os.environ[ENV]}"
-    if setting not in _ON and in_ci():
+    if settings.autowatch is False:
+        return f"{AUTOWATCH_ENV}={settings.autowatch_raw}"
+    if settings.autowatch is None and settings.ci:
         return "a CI job"
     if (store.state / OFF_NAME).exists():
         return "stopped in this clone (kindling watch --start resumes)"
@@ -126,18 +54,13 @@ def disabled_by(store: Store) -> str | None:
     return None
 
 
-def enabled(store: Store) -> bool:
-    """Whether Kindling may start a watcher for this store by itself."""
-    return disabled_by(store) is None
-
-
-def maybe_start(store: Store, lock: Path | None, walked: int) -> int | None:
+def maybe_start(store: Store, lock: Path | None, walked: int, settings: Settings) -> int | None:
     """After a reader's full walk of `walked` files: start a watcher if one would pay off.
 
     Returns the pid started, or None. Never raises: a failure only means the next reader
     walks too.
     """
-    if lock is None or walked < max(min_files(), 1) or not enabled(store):
+    if lock is None or walked < max(settings.min_files, 1) or disabled_by(store, settings):
         return None
     try:
         if handoff.watcher_alive(lock) or _starting(lock):
@@ -145,8 +68,6 @@ def maybe_start(store: Store, lock: Path | None, walked: int) -> int | None:
         return start(store, lock)
     except OSError:
         return None
-
-
 # The watcher's process: Kindling's own entry point, run by path-independent code. Isolated
 # mode keeps the current folder, PYTHONPATH and the user's site-packages off sys.path; the
 # folder Kindling itself was imported from goes last, so a user install is still found.
