@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from kindling import sha256
+from kindling import hashing
 from kindling.errors import KindlingError, ValidationError
 
 _OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
@@ -90,4 +90,4 @@ def loads(data: bytes | str) -> Any:
 
 def content_hash(data: bytes) -> str:
     """The hash the index records for a file's bytes."""
-    return sha256.hexdigest(data)
+    return hashing.hexdigest(data)

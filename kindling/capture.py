@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from kindling import sha256
+from kindling import hashing
 from kindling.clock import now_ms
 from kindling.errors import CorruptFileError, KindlingError, ValidationError
 from kindling.lookup import Lookup
@@ -150,7 +150,7 @@ class Capture:
         if session is None:
             return self.write("capsules", capsule, masked)
         # Serialise opens per session so two agents cannot both open one.
-        with self.store.locked("sessions", sha256.hexdigest(session.encode())):
+        with self.store.locked("sessions", hashing.hexdigest(session.encode())):
             existing = self.lookup.open_session_capsule(session)
             if existing is not None:
                 raise KindlingError(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kindling import sha256
+from kindling import hashing
 from kindling.gitdir import find_git_dir
 
 STATE_DIRNAME = "kindling"
@@ -36,7 +36,7 @@ def cache_home() -> Path:
 
 def key_for(real_root: str) -> str:
     """The folder name of a store's state: 16 hex digits of SHA-256 of its real path."""
-    return sha256.hexdigest(os.fsencode(real_root))[:16]
+    return hashing.hexdigest(os.fsencode(real_root))[:16]
 
 
 def state_dir(store_root: Path) -> Path:
