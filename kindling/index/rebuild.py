@@ -6,6 +6,7 @@ import gc
 import sqlite3
 from dataclasses import dataclass, field
 
+from kindling import hashing
 from kindling.index import handoff, schema
 from kindling.index.scan import buckets, read_entity_file, scan_folder, winning_rowid
 from kindling.index.schema import Problem, SyncReport
@@ -112,7 +113,9 @@ def _read_all(
         for name, st in items:
             racy = racy or st.st_mtime_ns >= recent or st.st_ctime_ns >= recent
             rel = f"{rel_folder}/{name}"
-            read = read_entity_file(syncer.paths, rel, etype, st, racy_from)
+            # Past its first BULK_FILES files, a rebuild has enough left to hash that OpenSSL pays.
+            bulk = fid >= hashing.BULK_FILES
+            read = read_entity_file(syncer.paths, rel, etype, st, racy_from, bulk=bulk)
             if read is None:
                 continue
             fid += 1
@@ -190,8 +193,10 @@ def verify(syncer: Syncer, index_path: str) -> list[Problem]:
     except sqlite3.DatabaseError:
         texts = None  # the full-text tables are damaged: the integrity check said so
     racy_from = syncer.paths.racy_from()
-    for rel, etype, st in syncer.files():
-        read = read_entity_file(syncer.paths, rel, etype, st, racy_from)
+    files = syncer.files()
+    bulk = len(files) >= hashing.BULK_FILES
+    for rel, etype, st in files:
+        read = read_entity_file(syncer.paths, rel, etype, st, racy_from, bulk=bulk)
         if read is None:
             continue
         path = syncer.paths.abspath(rel)

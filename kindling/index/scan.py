@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kindling import canonical
+from kindling import hashing
 from kindling.errors import CorruptFileError, KindlingError
 from kindling.fileio import is_entity_name, is_real_dir, read_whole
 from kindling.index import fsclock, schema
@@ -139,11 +139,14 @@ def read_entity_file(
     racy_from: int,
     recorded_hash: str | None = None,
     known: tuple[bytes, dict] | None = None,
+    *,
+    bulk: bool = False,
 ) -> FileRead | None:
     """Read, hash and (unless its hash is `recorded_hash`) parse one file whose stat is `st`.
 
     `known` is (bytes, entity) of a file Kindling just wrote: when the disk holds those bytes,
-    the entity is not parsed again. None when the file is gone.
+    the entity is not parsed again. `bulk`: one of many files the caller reads, hashed with
+    `hashing.bulk_hexdigest`. None when the file is gone.
     """
     path = paths.abspath(rel)
     problem = entity = None
@@ -153,7 +156,7 @@ def read_entity_file(
         return None
     except OSError as exc:
         data, problem = b"", f"unreadable ({exc.strerror})"
-    digest = canonical.content_hash(data)
+    digest = hashing.bulk_hexdigest(data) if bulk else hashing.hexdigest(data)
     if problem is None:
         if known is not None and known[0] == data:
             entity = known[1]

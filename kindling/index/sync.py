@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from kindling import hashing
 from kindling.index import bulk, handoff, schema
 from kindling.index.read import problem_files
 from kindling.index.scan import (
@@ -249,6 +250,7 @@ class Syncer:
         removed = list(plan.removed)
         changed = plan.changed
         totals = [0, 0, 0, 0]
+        many = len(changed) >= hashing.BULK_FILES  # a checkout or a pull: OpenSSL pays
         # In chunks, each its own transaction: a sync of a whole checkout or import never
         # holds every file's bytes and entity at once.
         for start in range(0, max(len(changed), 1), CHUNK):
@@ -256,7 +258,8 @@ class Syncer:
             hashes = self._recorded_hashes([c[0] for c in chunk])
             reads = []
             for rel, etype, st in chunk:
-                read = read_entity_file(self.paths, rel, etype, st, racy_from, hashes.get(rel))
+                recorded = hashes.get(rel)
+                read = read_entity_file(self.paths, rel, etype, st, racy_from, recorded, bulk=many)
                 if read is None:
                     removed.append(rel)
                 else:
