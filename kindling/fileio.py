@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import stat as stat_module
 from collections.abc import Iterator
-from typing import BinaryIO
 
 TEMP_SUFFIX = ".tmp"
 ENTITY_SUFFIX = ".json"
@@ -47,64 +47,55 @@ def check_output_path(path: str | os.PathLike) -> None:
         raise KindlingError(f"cannot write {text}: folder {folder} does not exist")
 
 
+class AtomicFile(io.BufferedWriter):
+    """The stream `atomic_output` yields. Once the file is renamed into place, `stat` holds
+    its stat data (None when the path already holds another file again): a caller that
+    indexes the file can tell from it that the file is still the one it wrote."""
+
+    stat: os.stat_result | None = None
+
+
 @contextlib.contextmanager
 def atomic_output(
-    path: str | os.PathLike,
-    *,
-    durable: bool = True,
-    make_parents: bool = True,
-    renamed: list[os.stat_result] | None = None,
-) -> Iterator[BinaryIO]:
+    path: str | os.PathLike, *, durable: bool = True, make_parents: bool = True
+) -> Iterator[AtomicFile]:
     """A binary stream that becomes `path` whole on success and leaves no trace on failure.
 
     Written to a temp file in the same directory (`.<name>.<pid>.<hex>.tmp`, ignored by every
     walk), flushed (+ fsync), then renamed over `path`. With make_parents=False a missing
-    folder is an error rather than created. With `renamed`, the stat of the file just renamed
-    into place is appended to it (nothing when `path` already holds another file again).
+    folder is an error rather than created. After the block, the stream's `stat` is set.
     """
     folder = os.path.dirname(path)
     tmp = os.path.join(
         folder, f".{os.path.basename(path)}.{os.getpid()}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
     )
     try:
-        fh = open(tmp, "xb")
+        fh = AtomicFile(io.FileIO(tmp, "xb"))
     except FileNotFoundError:
         if not make_parents:
             raise
         # First file in this folder: create it (checked only on a miss).
         os.makedirs(folder, exist_ok=True)
-        fh = open(tmp, "xb")
+        fh = AtomicFile(io.FileIO(tmp, "xb"))
     try:
         with fh:
             yield fh
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
-            ino = os.fstat(fh.fileno()).st_ino if renamed is not None else 0
-        if os.environ.get("KINDLING_TEST_PAUSE_BEFORE_RENAME"):  # lets a test kill us here
-            _pause_before_rename(tmp, os.environ["KINDLING_TEST_PAUSE_BEFORE_RENAME"])
+            ino = os.fstat(fh.fileno()).st_ino
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    if renamed is not None:
-        # Taken after the rename (which changes the ctime); the inode says it is still ours.
-        with contextlib.suppress(OSError):
-            st = os.lstat(path)
-            if st.st_ino == ino:
-                renamed.append(st)
+    # Taken after the rename (which changes the ctime); the inode says it is still ours.
+    with contextlib.suppress(OSError):
+        st = os.lstat(path)
+        if st.st_ino == ino:
+            fh.stat = st
     if durable:
         fsync_dir(folder or ".")
-
-
-def _pause_before_rename(tmp: str, announce: str) -> None:
-    """Test-only: name the finished temp file in `announce`, then wait to be killed."""
-    import time
-
-    with open(announce, "w") as fh:
-        fh.write(tmp)
-    time.sleep(3600)
 
 
 def write_atomic(path: str | os.PathLike, data: bytes, *, durable: bool = True) -> None:

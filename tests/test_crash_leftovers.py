@@ -27,7 +27,7 @@ from kindling.model import REDACTED_CONTENT
 from kindling.store import Store
 
 WORD = "zebrafinch42"  # the forgotten word: in no other observation
-PAUSE = "KINDLING_TEST_PAUSE_BEFORE_RENAME"
+PAUSE_RENAME = str(Path(__file__).with_name("pause_rename.py"))
 # Above Linux's largest pid_max (2**22): no process ever has this id.
 DEAD_PID = 4_194_999
 
@@ -226,11 +226,11 @@ def test_finding_kill_9_mid_write_leaves_a_temp_file_fsck_removes_it_once_its_wr
     announce = tmp_path / "paused"
     env = {
         **os.environ,
-        PAUSE: str(announce),
         "PYTHONPATH": str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kindling", "--store", str(target), *args],
+        [sys.executable, PAUSE_RENAME, str(announce), "-m", "kindling", "--store", str(target)]
+        + args,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=env,

@@ -23,7 +23,7 @@ from kindling.memory import Memory
 from kindling.store import Store
 
 ROUNDS = 8
-PAUSE = "KINDLING_TEST_PAUSE_BEFORE_RENAME"
+PAUSE_RENAME = str(Path(__file__).with_name("pause_rename.py"))
 
 # Logs large observations into an open capsule, forever: there is always a write in flight.
 WRITER = textwrap.dedent(
@@ -67,9 +67,14 @@ def observation_count(root: Path) -> int:
     return sum(1 for p in (root / "objects" / "observations").rglob("*.json") if p.name[0] != ".")
 
 
-def writer(root: Path, capsule: str, name: str, env: dict) -> subprocess.Popen:
+def writer(
+    root: Path, capsule: str, name: str, env: dict, pause: Path | None = None
+) -> subprocess.Popen:
+    """A process logging into `capsule` forever; with `pause`, it stops before its first
+    rename and names its temp file in that file."""
+    paused = [PAUSE_RENAME, str(pause)] if pause is not None else []
     return subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(root), capsule, name],
+        [sys.executable, *paused, "-c", WRITER, str(root), capsule, name],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=env,
@@ -105,7 +110,7 @@ def test_sigkill_never_leaves_a_partial_file(tmp_path):
     torn = []
     for n in range(2):
         announce = tmp_path / f"paused-{n}"
-        proc = writer(root, capsule, f"paused.{n}", {**env, PAUSE: str(announce)})
+        proc = writer(root, capsule, f"paused.{n}", env, pause=announce)
         temp = Path(wait_for(lambda a=announce: a.is_file() and a.read_text(), "the pause"))
         kill(proc)
         assert is_temp_name(temp.name) and temp.parent.parent.parent == root / "objects"
