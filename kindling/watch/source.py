@@ -67,33 +67,70 @@ class _Probe:
         return self.stop.is_set()
 
 
-def watchfiles_source(
-    objects: str | os.PathLike, *, debounce_ms: int, tick_s: float = 1.0
-) -> ChangeSource:
+class _Feed:
+    """One run of watchfiles in its thread, with the queue it fills and what it watches."""
+
+    def __init__(self, source: WatchfilesSource) -> None:
+        self.probe = _Probe()
+        self.out: queue.SimpleQueue = queue.SimpleQueue()
+        self.ino = inode_of(source.root)  # the objects/ folder this run watches
+        self.thread = threading.Thread(
+            target=source.feed, args=(self.probe, self.out), name="kindling-watch", daemon=True
+        )
+        self.thread.start()
+        while not self.probe.ready.wait(0.05):
+            if not self.thread.is_alive():
+                raise _failure(source.root, self.out)
+
+    def end(self) -> None:
+        self.probe.stop.set()
+        self.thread.join(2)
+
+    def drain(self, changes: set[Change]) -> set[Change]:
+        """`changes` with every batch that piled up meanwhile merged in."""
+        while True:
+            try:
+                more = self.out.get_nowait()
+            except queue.Empty:
+                return changes
+            if isinstance(more, BaseException):
+                self.out.put(more)  # seen by the next get
+                return changes
+            changes.update((int(c), p) for c, p in more)
+
+
+class WatchfilesSource:
     """Changes under `objects` as watchfiles reports them, grouped over up to `debounce_ms`.
 
-    watchfiles runs in a thread so the main thread stays free for signals; batches that pile
-    up while the caller is busy are merged into one. When objects/ itself is replaced (a
-    checkout that removed every file), watching restarts and a full reconcile is asked for.
+    A ChangeSource: called with a stop event, it yields change sets. watchfiles runs in a
+    thread so the main thread stays free for signals; batches that pile up while the caller
+    is busy are merged into one. When objects/ itself is replaced (a checkout that removed
+    every file), watching restarts and a full reconcile is asked for.
     """
-    root = os.path.abspath(os.fspath(objects))
-    real = os.path.realpath(root)
 
-    def keep(_change: object, path: str) -> bool:
-        rel = relative(root, path)
+    def __init__(self, objects: str | os.PathLike, *, debounce_ms: int, tick_s: float = 1.0):
+        self.root = os.path.abspath(os.fspath(objects))
+        self.real = os.path.realpath(self.root)
+        self.debounce_ms = debounce_ms
+        self.tick_s = tick_s
+
+    def keep(self, _change: object, path: str) -> bool:
+        """watchfiles' filter: only paths that can matter to the index."""
+        rel = relative(self.root, path)
         if rel is None:
-            rel = relative(real, path)
+            rel = relative(self.real, path)
         return rel is not None and relevant(rel)
 
-    def feed(probe: _Probe, out: queue.SimpleQueue) -> None:
+    def feed(self, probe: _Probe, out: queue.SimpleQueue) -> None:
+        """The thread's body: every batch watchfiles reports, then its failure if any."""
         import watchfiles  # only `kindling watch` pays for this import
 
         try:
             for changes in watchfiles.watch(
-                root,
-                watch_filter=keep,
-                debounce=debounce_ms,
-                step=max(1, min(50, debounce_ms)),
+                self.root,
+                watch_filter=self.keep,
+                debounce=self.debounce_ms,
+                step=max(1, min(50, self.debounce_ms)),
                 stop_event=probe,
                 rust_timeout=0,
                 raise_interrupt=False,
@@ -102,61 +139,35 @@ def watchfiles_source(
         except BaseException as exc:  # handed to the main thread
             out.put(exc)
 
-    def start() -> tuple[_Probe, queue.SimpleQueue, threading.Thread, int | None]:
-        probe, out = _Probe(), queue.SimpleQueue()
-        ino = inode_of(root)
-        thread = threading.Thread(
-            target=feed, args=(probe, out), name="kindling-watch", daemon=True
-        )
-        thread.start()
-        while not probe.ready.wait(0.05):
-            if not thread.is_alive():
-                raise _failure(root, out)
-        return probe, out, thread, ino
-
-    def source(stop: threading.Event) -> Iterator[set[Change]]:
+    def __call__(self, stop: threading.Event) -> Iterator[set[Change]]:
         # A fresh clone of an empty store has no objects/; made only inside a store that is
         # still there (mkdir, not makedirs), never in place of a deleted one.
         with contextlib.suppress(OSError):
-            os.mkdir(root)
-        probe, out, thread, ino = start()
+            os.mkdir(self.root)
+        feed = _Feed(self)
         try:
             yield set()
             while not stop.is_set():
                 try:
-                    item = out.get(timeout=tick_s)
+                    item = feed.out.get(timeout=self.tick_s)
                 except queue.Empty:
-                    if inode_of(root) == ino:
+                    if inode_of(self.root) == feed.ino:
                         yield set()
                         continue
                     item = None  # objects/ was removed or replaced: watch the new one
                 if isinstance(item, BaseException) or item is None:
-                    probe.stop.set()
-                    thread.join(2)
-                    while inode_of(root) is None and not stop.is_set():
+                    feed.end()
+                    while inode_of(self.root) is None and not stop.is_set():
                         yield set()
-                        time.sleep(tick_s)
+                        time.sleep(self.tick_s)
                     if stop.is_set():
                         return
-                    probe, out, thread, ino = start()
-                    yield {(0, root)}
+                    feed = _Feed(self)
+                    yield {(0, self.root)}
                     continue
-                changes = {(int(c), p) for c, p in item}
-                while True:  # merge whatever piled up meanwhile
-                    try:
-                        more = out.get_nowait()
-                    except queue.Empty:
-                        break
-                    if isinstance(more, BaseException):
-                        out.put(more)
-                        break
-                    changes.update((int(c), p) for c, p in more)
-                yield changes
+                yield feed.drain({(int(c), p) for c, p in item})
         finally:
-            probe.stop.set()
-            thread.join(2)
-
-    return source
+            feed.end()
 
 
 def _failure(root: str, out: queue.SimpleQueue) -> KindlingError:

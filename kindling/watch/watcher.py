@@ -24,7 +24,7 @@ from kindling.errors import KindlingError
 from kindling.fileio import SAFE_OPEN_FLAGS, inode_of, is_regular_fd
 from kindling.store import Store
 from kindling.watch import daemon
-from kindling.watch.source import ChangeSource, GitHead, relative, relevant, watchfiles_source
+from kindling.watch.source import ChangeSource, GitHead, WatchfilesSource, relative, relevant
 
 if TYPE_CHECKING:
     from kindling.index import Index, SyncReport
@@ -69,7 +69,7 @@ class Watcher:
         self.debounce_ms = debounce_ms
         self.reconcile_every = reconcile_every
         self.burst = burst
-        self.source = source or watchfiles_source(
+        self.source = source or WatchfilesSource(
             store.objects, debounce_ms=debounce_ms, tick_s=TICK_S
         )
         self.on_event = on_event or (lambda event: None)
