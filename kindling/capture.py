@@ -24,8 +24,8 @@ from kindling.lookup import Lookup
 from kindling.masking import mask_json, mask_scope_ids, mask_text
 from kindling.model import (
     MAX_TIMESTAMP_MS,
-    OBSERVATION_KINDS,
     PLURAL,
+    kind_errors,
     new_id,
     scope_errors,
     validate,
@@ -57,13 +57,11 @@ def check_scope(scope: dict | None) -> dict:
     return scope
 
 
-def check_kinds(kinds) -> None:
+def check_kinds(kinds: list[str] | tuple[str, ...] | None) -> None:
     """Raise for any observation kind that is not one of the spec's."""
-    for kind in kinds or ():
-        if kind not in OBSERVATION_KINDS:
-            raise ValidationError(
-                f"invalid kind {kind!r}: use one of {', '.join(OBSERVATION_KINDS)}"
-            )
+    errors = kind_errors(kinds)
+    if errors:
+        raise ValidationError("; ".join(errors))
 
 
 def _non_empty(value: object, what: str) -> None:

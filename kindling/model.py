@@ -137,8 +137,19 @@ def type_of_new_id(entity_id: str) -> str | None:
 # ---------------------------------------------------------------- validation
 
 
-def _is_int(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+def is_count(value: object, lo: int = 0, hi: int = MAX_COUNT) -> bool:
+    """True for an int (never a bool, though Python counts True as 1) from `lo` to `hi`."""
+    return isinstance(value, int) and not isinstance(value, bool) and lo <= value <= hi
+
+
+def kind_errors(kinds: object) -> list[str]:
+    """Problems with a list of observation kinds: each must be one of the spec's."""
+    if kinds is None:
+        return []
+    if not isinstance(kinds, (list, tuple)):
+        return ["kinds must be a list of observation kinds"]
+    use = ", ".join(OBSERVATION_KINDS)
+    return [f"invalid kind {k!r}: use one of {use}" for k in kinds if k not in OBSERVATION_KINDS]
 
 
 def _check_timestamp(errors: list[str], data: dict, key: str, *, nullable: bool = False) -> None:
@@ -154,7 +165,7 @@ def _check_timestamp(errors: list[str], data: dict, key: str, *, nullable: bool 
 
 def is_timestamp(value: object) -> bool:
     """True for epoch milliseconds Kindling can store: an int from 0 to MAX_TIMESTAMP_MS."""
-    return _is_int(value) and 0 <= value <= MAX_TIMESTAMP_MS  # type: ignore[operator]
+    return is_count(value, 0, MAX_TIMESTAMP_MS)
 
 
 def _check_text(errors: list[str], data: dict, key: str) -> None:
@@ -203,7 +214,7 @@ def _finite_json(value: Any, path: str, errors: list[str], depth: int = 0) -> No
         errors.append(f"{path} is nested too deeply (more than 64 levels)")
     elif isinstance(value, float) and not math.isfinite(value):
         errors.append(f"{path} must not hold NaN or Infinity")
-    elif _is_int(value) and not -MAX_JSON_INT - 1 <= value <= MAX_JSON_INT:
+    elif isinstance(value, int) and not -MAX_JSON_INT - 1 <= value <= MAX_JSON_INT:  # bools pass
         errors.append(f"{path} holds an integer outside the signed 64-bit range")
     elif isinstance(value, dict):
         for k, v in value.items():
@@ -242,7 +253,7 @@ def _capsule_errors(d: dict, errors: list[str]) -> None:
             errors.append("closedAt is required once status is closed")
         else:
             _check_timestamp(errors, d, "closedAt")
-            if _is_int(d.get("openedAt")) and _is_int(d["closedAt"]):
+            if is_timestamp(d.get("openedAt")) and is_timestamp(d["closedAt"]):
                 if d["closedAt"] < d["openedAt"]:
                     errors.append("closedAt must not be before openedAt")
     elif "closedAt" in d:

@@ -11,7 +11,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kindling.errors import ValidationError
-from kindling.model import entity_errors, is_valid_id, new_id, validate
+from kindling.model import (
+    MAX_COUNT,
+    OBSERVATION_KINDS,
+    entity_errors,
+    is_count,
+    is_valid_id,
+    kind_errors,
+    new_id,
+    validate,
+)
 
 # The spec's example observation; keywords change or add fields.
 observation = partial(
@@ -194,3 +203,36 @@ def test_a_valid_id_is_always_a_plain_file_name(text):
     if is_valid_id(text):
         assert "/" not in text and "\\" not in text and "\x00" not in text
         assert not text.startswith(".") and len(text) <= 200
+
+
+@pytest.mark.parametrize(
+    ("value", "lo", "hi", "expected"),
+    [
+        (0, 0, 10, True),
+        (10, 0, 10, True),
+        (11, 0, 10, False),
+        (-1, 0, 10, False),
+        (0, 1, 10, False),
+        (True, 0, 10, False),  # Python counts True as 1; a count never is
+        (False, 0, 10, False),
+        (1.0, 0, 10, False),
+        ("1", 0, 10, False),
+        (None, 0, 10, False),
+        (MAX_COUNT, 0, MAX_COUNT, True),
+        (MAX_COUNT + 1, 0, MAX_COUNT, False),
+    ],
+)
+def test_is_count(value, lo, hi, expected):
+    assert is_count(value, lo, hi) is expected
+
+
+def test_is_count_defaults_to_the_option_range():
+    assert is_count(0) and is_count(MAX_COUNT) and not is_count(MAX_COUNT + 1)
+
+
+def test_kind_errors_name_each_bad_kind_once_per_entry():
+    assert kind_errors(None) == [] and kind_errors([]) == [] and kind_errors(("error",)) == []
+    errors = kind_errors(["error", "shout", ["x"]])
+    assert [e.split(":")[0] for e in errors] == ["invalid kind 'shout'", "invalid kind ['x']"]
+    assert all(e.endswith("use one of " + ", ".join(OBSERVATION_KINDS)) for e in errors)
+    assert kind_errors("error") == ["kinds must be a list of observation kinds"]

@@ -16,6 +16,7 @@ from kindling.agents.payload import one_line, short_id, when
 from kindling.agents.records import hook_of, subject_of
 from kindling.errors import KindlingError
 from kindling.repo_identity import RepoIdentity
+from kindling.search.request import SearchRequest
 
 # The session-start context stays under this many characters (Claude Code caps added context
 # near 10,000); recalled memories for one prompt under RECALL_MAX_CHARS (~600 tokens).
@@ -254,7 +255,8 @@ def prompt_recall(
     found: dict[str, tuple[float, dict, str]] = {}
     for scope in repo_scopes(memory, repo):
         try:
-            result = memory.search(query, scope=scope or None, max_results=RECALL_CANDIDATES)
+            request = SearchRequest.checked(query, scope=scope, max_results=RECALL_CANDIDATES)
+            result = memory.search(request)
         except KindlingError:
             continue
         items: list[tuple[float, dict, str]] = []

@@ -71,10 +71,6 @@ def entity_label(entity_type: str, index: int, entity: object) -> str:
     return label
 
 
-def _is_ms(value: object) -> bool:
-    return is_timestamp(value)
-
-
 def _raise_all(errors: list[str]) -> None:
     if not errors:
         return
@@ -237,9 +233,9 @@ def check_bundle(value: object) -> Dataset:
         errors.append(f"{key} is not a bundle field")
     for key in sorted(dataset.keys() - _DATASET_KEYS):
         errors.append(f"dataset.{key} is not a dataset field")
-    if not _is_ms(value.get("exportedAt")):
+    if not is_timestamp(value.get("exportedAt")):
         errors.append("exportedAt must be an integer from 0 to year 9999 (epoch milliseconds)")
-    if not _is_ms(dataset.get("exportedAt")):
+    if not is_timestamp(dataset.get("exportedAt")):
         errors.append(
             "dataset.exportedAt must be an integer from 0 to year 9999 (epoch milliseconds)"
         )

@@ -21,16 +21,15 @@ def demo_cmd(query: str | None) -> None:
       kindling demo "rate limiter"
     """
     from kindling import demo
-    from kindling.cli import cli
+    from kindling.cli.search import render
     from kindling.memory import Memory
 
     store = demo.copy_example()
     query = query or demo.DEMO_QUERY
     echo(f"Copied the example store (a JWT expiry bug, debugged in one session) to {store}")
     echo(f'\n$ kindling search "{query}"\n')
-    sys.stdout.flush()
-    cli.main(["--store", str(store), "search", query], prog_name="kindling", standalone_mode=False)
     with Memory(store) as memory:
+        echo(render(memory.search(query)), nl=False)
         pins = memory.list("pins", limit=1)
     pinned = pins[0]["targetId"] if pins else None
     echo("\nNext, try:")

@@ -16,6 +16,7 @@ from kindling.cli.common import (
     scope_options,
 )
 from kindling.cli.format import echo, format_time, problems_notice
+from kindling.search.request import SearchRequest
 
 RULE = "=" * 50
 
@@ -63,16 +64,16 @@ def search_cmd(
       kindling search "TypeError: Cannot read properties of undefined" --explain
     """
     memory = open_memory(ctx, autowatch=True)
-    text = " ".join(query)
-    result = memory.search(
-        text,
+    request = SearchRequest.checked(
+        " ".join(query),
         scope=scope_from(scope_kwargs, memory),
-        kinds=list(kinds) or None,
+        kinds=kinds,
         since=since,
         max_results=max_results,
         max_tokens=max_tokens,
         explain=explain,
     )
+    result = memory.search(request)
     problems_notice(memory.problems())
     if json_:
         echo_json(result)

@@ -9,28 +9,16 @@ parts of its score, which add up to it.
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 from kindling import canonical
 from kindling.clock import now_ms
-from kindling.errors import ValidationError
 from kindling.index import Index
-from kindling.model import (
-    MAX_COUNT,
-    MAX_TIMESTAMP_MS,
-    OBSERVATION_KINDS,
-    PLURAL,
-    REDACTED_CONTENT,
-    is_timestamp,
-    scope_errors,
-)
+from kindling.model import PLURAL, REDACTED_CONTENT
 from kindling.search import coverage, rank
 from kindling.search.context import TermSet, match_context
-from kindling.search.fts_query import (
-    Compiled,
-    clean,
-    compile_query,
-    plain_terms,
-)
+from kindling.search.fts_query import Compiled, compile_query, plain_terms
+from kindling.search.request import SearchRequest, as_request
 
 PROVIDER = "local-fts"
 # Matches (best by bm25) that are scored: enough that coverage, episodes and the kind weight
@@ -42,89 +30,39 @@ CHARS_PER_TOKEN = 4
 
 
 def retrieve(
-    index: Index,
-    query: str,
-    *,
-    scope: dict | None = None,
-    kinds: list[str] | None = None,
-    since: int | None = None,
-    max_results: int = 10,
-    max_tokens: int | None = None,
-    include_redacted: bool = False,
-    now: int | None = None,
-    explain: bool = False,
+    index: Index, request: SearchRequest | str, *, now: int | None = None, **options: Any
 ) -> dict:
-    """The RetrieveResult for `query` over an index that is already in step with the files.
+    """The RetrieveResult for a request over an index that is already in step with the files.
 
-    With `explain`, every candidate also has "explain": the parts of its score.
+    `request` is a SearchRequest, or a query whose keyword options build one (see
+    SearchRequest.checked). With `explain`, every candidate also has "explain": the parts
+    of its score.
     """
-    check_search_options(query, scope, kinds, since, max_results, max_tokens)
+    request = as_request(request, options)
     now = now_ms() if now is None else now
-    scope = dict(scope or {})
-    kinds = list(dict.fromkeys(kinds)) if kinds else None
-    text = clean(query)
+    scope = request.scope
     with index.snapshot():
-        pins = pin_tier(index, scope, now, include_redacted=include_redacted)
+        pins = pin_tier(index, scope, now, include_redacted=request.include_redacted)
         summary = current_summary(index, scope)
         exclude = {(PLURAL[p["pin"]["targetType"]], p["target"]["id"]) for p in pins}
         if summary is not None:
             exclude.add(("summaries", summary["id"]))
-        total, candidates = candidate_tier(
-            index,
-            text,
-            scope=scope,
-            kinds=kinds,
-            since=since,
-            exclude=exclude,
-            now=now,
-            max_results=max_results,
-            explain=explain,
-        )
+        total, candidates = candidate_tier(index, request, exclude, now)
     result: dict = {"pins": pins}
     if summary is not None:
         result["currentSummary"] = summary
     result["candidates"] = candidates
     result["provenance"] = {
-        "query": text,
-        "scopeIds": scope,
+        "query": request.query,
+        "scopeIds": dict(scope),
         "totalCandidates": total,
         "returnedCandidates": len(candidates),
         "truncatedDueToTokenBudget": False,
         "providerUsed": PROVIDER,
     }
-    if max_tokens is not None:
-        fit_budget(result, max_tokens)
+    if request.max_tokens is not None:
+        fit_budget(result, request.max_tokens)
     return result
-
-
-def _count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
-
-
-def check_search_options(
-    query: object,
-    scope: dict | None,
-    kinds: list[str] | None,
-    since: int | None,
-    max_results: int,
-    max_tokens: int | None,
-) -> None:
-    """Raise one ValidationError naming every bad retrieval option."""
-    errors = []
-    if not isinstance(query, str):
-        errors.append("query must be a string")
-    errors.extend(scope_errors(scope or {}, "scope"))
-    for kind in kinds or ():
-        if kind not in OBSERVATION_KINDS:
-            errors.append(f"invalid kind {kind!r}: use one of {', '.join(OBSERVATION_KINDS)}")
-    if since is not None and not is_timestamp(since):
-        errors.append(f"since must be an integer from 0 to {MAX_TIMESTAMP_MS} (epoch milliseconds)")
-    if not _count(max_results):
-        errors.append(f"max results must be an integer from 0 to {MAX_COUNT}")
-    if max_tokens is not None and not _count(max_tokens):
-        errors.append(f"max tokens must be an integer from 0 to {MAX_COUNT}")
-    if errors:
-        raise ValidationError("; ".join(errors))
 
 
 def pin_tier(index: Index, scope: dict, now: int, *, include_redacted: bool = False) -> list:
@@ -153,21 +91,13 @@ def current_summary(index: Index, scope: dict) -> dict | None:
 
 
 def candidate_tier(
-    index: Index,
-    text: str,
-    *,
-    scope: dict,
-    kinds: list[str] | None,
-    since: int | None,
-    exclude: set[tuple[str, str]],
-    now: int,
-    max_results: int,
-    explain: bool = False,
+    index: Index, request: SearchRequest, exclude: set[tuple[str, str]], now: int
 ) -> tuple[int, list[dict]]:
     """(number of candidates found, the best `max_results` of them with scores)."""
+    text, max_results = request.query, request.max_results
     keep = coverage.rarest(index)
     compiled: Compiled = compile_query(text, keep)
-    options = dict(scope=scope, kinds=kinds, since=since, exclude=exclude)
+    options = dict(scope=request.scope, kinds=request.kinds, since=request.since, exclude=exclude)
     total, hits = 0, []
     for expression in compiled:
         if expression is None:
@@ -205,7 +135,7 @@ def candidate_tier(
         context = match_context(contents[rowid], lookup)
         if context:
             candidate["matchContext"] = context
-        if explain:
+        if request.explain:
             found = matched.get(rowid, {})
             candidate["explain"] = explanation(item, found, weights, covered.get(rowid, 0.0))
         candidates.append(candidate)
