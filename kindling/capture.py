@@ -7,15 +7,14 @@
 - forgetting keeps the record and drops its words, and those of copies quoting them
   (kindling.forgetting).
 
-Every text that reaches a file is masked first. Writes go through `write`, which stores the
-file and then indexes it, so what was just written is found at once.
+Every text that reaches a file is masked first. Writes go through a `kindling.writer.Writer`,
+which stores the file and then indexes it, so what was just written is found at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from kindling import hashing
 from kindling.clock import now_ms
@@ -31,21 +30,10 @@ from kindling.model import (
     validate,
 )
 from kindling.store import Store
+from kindling.writer import Writer, Written
 
 if TYPE_CHECKING:
     from kindling.forgetting import ForgetReport, Plan, Step
-
-
-class Written(NamedTuple):
-    """An entity just stored, where, and how many secrets were masked on the way in."""
-
-    entity_type: str
-    entity: dict
-    path: Path
-    masked: int = 0
-
-
-Write = Callable[[str, dict, int], Written]
 
 
 def check_scope(scope: dict | None) -> dict:
@@ -72,10 +60,10 @@ def _non_empty(value: object, what: str) -> None:
 class Capture:
     """The capture rules over one store."""
 
-    def __init__(self, store: Store, lookup: Lookup, write: Write) -> None:
+    def __init__(self, store: Store, lookup: Lookup, writer: Writer) -> None:
         self.store = store
         self.lookup = lookup
-        self.write = write
+        self.write = writer.write
 
     def log(
         self,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from kindling.capture import Capture, Written, check_kinds, check_scope
+from kindling.capture import Capture, check_kinds, check_scope
 from kindling.clock import now_ms
 from kindling.errors import KindlingError, ValidationError
 from kindling.lookup import Lookup
@@ -23,6 +23,7 @@ from kindling.model import ENTITY_TYPES, MAX_COUNT, is_count
 from kindling.progress import ProgressFactory
 from kindling.settings import Settings
 from kindling.store import STORE_DIRNAME, Found, Store, default_init_root, locate
+from kindling.writer import Writer, Written
 
 if TYPE_CHECKING:
     from kindling.bundle.export import ExportReport
@@ -59,8 +60,10 @@ class Memory:
         self._batch_sync: SyncReport | None = None
         self._batch_depth = 0
         self._last_sync: SyncReport | None = None
+        # The index is opened on first use, and again after close(): so asked for each time.
+        self._writer = Writer(self.store, lambda: self.index)
         self._lookup = Lookup(self.store, lambda: self.index, self.sync)
-        self._capture = Capture(self.store, self._lookup, self._write)
+        self._capture = Capture(self.store, self._lookup, self._writer)
 
     @classmethod
     def init(
@@ -139,22 +142,6 @@ class Memory:
         """Files the index could not read, as of this object's last sync (syncing if none)."""
         report = self._last_sync if self._last_sync is not None else self.sync()
         return report.problems
-
-    def _write(self, entity_type: str, entity: dict, masked: int = 0) -> Written:
-        path, data = self.store.write(entity_type, entity)
-        try:
-            self.index.record(entity_type, path, data, entity)
-        except (sqlite3.Error, KindlingError):
-            # The file is the truth and is already written; the next sync heals the index.
-            pass
-        return Written(entity_type, entity, path, masked)
-
-    def record(self, written: list[tuple]) -> None:
-        """Index files just written in bulk (type, path, bytes, entity or None), at once."""
-        try:
-            self.index.record_many(written)
-        except (sqlite3.Error, KindlingError):
-            pass  # the files are written; the next sync indexes them
 
     # ------------------------------------------------------------ lookup
 
@@ -339,7 +326,7 @@ class Memory:
 
     def capture_activity(self) -> dict[str, Any]:
         """What agent hooks last recorded per event, their recent errors and unknown events."""
-        from kindling.agents.activity import read_activity
+        from kindling.activity import read_activity
 
         return read_activity(self.store)
 
@@ -373,10 +360,15 @@ class Memory:
         progress: ProgressFactory | None = None,
     ) -> ImportReport:
         """Import a bundle's bytes: all validated before any write; an ImportReport."""
-        from kindling.bundle.importer import import_bundle
+        from kindling.bundle.importer import import_into
 
-        return import_bundle(
-            self, source, on_conflict=on_conflict, dry_run=dry_run, progress=progress
+        return import_into(
+            self._writer,
+            source,
+            sync=self.sync,
+            on_conflict=on_conflict,
+            dry_run=dry_run,
+            progress=progress,
         )
 
     def search(self, request: SearchRequest | str, **options: Any) -> dict:

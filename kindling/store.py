@@ -89,6 +89,25 @@ class StoredFile(NamedTuple):
     stat: os.stat_result
 
 
+class Stored(NamedTuple):
+    """An entity file just written: where, its bytes, and its stat data right after the
+    rename (None when the path already held another file again by then)."""
+
+    path: str
+    data: bytes
+    stat: os.stat_result | None = None
+
+
+class WrittenFile(NamedTuple):
+    """An entity file Kindling just wrote, as the index records it (`Index.record_many`)."""
+
+    entity_type: str
+    path: str | os.PathLike
+    data: bytes
+    entity: dict | None = None  # the entity written, when at hand: spares decoding `data`
+    stat: os.stat_result | None = None  # `Stored.stat`: while it holds, nothing is read back
+
+
 def fanout(entity_id: str) -> str:
     """The two-hex-digit directory an id lives in."""
     return hashing.hexdigest(entity_id.encode("utf-8"))[:2]
@@ -306,22 +325,12 @@ class Store:
 
     # ------------------------------------------------------------ writing
 
-    def write(
-        self,
-        entity_type: str,
-        entity: dict,
-        *,
-        durable: bool = True,
-        renamed: list[os.stat_result] | None = None,
-    ) -> tuple[Path, bytes]:
-        """Validate and atomically write an entity in canonical form; returns path and bytes.
-
-        `renamed`, when given, hears the file's stat right after its rename.
-        """
+    def write(self, entity_type: str, entity: dict, *, durable: bool = True) -> tuple[Path, bytes]:
+        """Validate and atomically write an entity in canonical form; returns path and bytes."""
         validate(entity_type, entity)
         path = self.entity_path(entity_type, entity["id"])
-        data = self.write_checked(path, entity, durable=durable, renamed=renamed)
-        return Path(path), data
+        stored = self.write_checked(path, entity, durable=durable)
+        return Path(path), stored.data
 
     def write_checked(
         self,
@@ -330,10 +339,9 @@ class Store:
         *,
         durable: bool = False,
         real_folders: set[str] | None = None,
-        renamed: list[os.stat_result] | None = None,
-    ) -> bytes:
+    ) -> Stored:
         """Write an entity validated already at its `entity_path` in canonical form (durable
-        only when asked: a bulk import syncs once with `sync_to_disk`); returns its bytes.
+        only when asked: a bulk import syncs once with `sync_to_disk`).
 
         A folder in `real_folders` was checked (or created) by an earlier write of the same
         import and is not checked again; each folder written to is added.
@@ -342,11 +350,11 @@ class Store:
         if real_folders is None or folder not in real_folders:
             self.check_real_folders(path)
         data = canonical.encode(entity)
-        with atomic_output(path, durable=durable, renamed=renamed) as fh:
+        with atomic_output(path, durable=durable) as fh:
             fh.write(data)
         if real_folders is not None:
             real_folders.add(folder)
-        return data
+        return Stored(path, data, fh.stat)
 
     def write_file(self, path: Path, data: bytes, *, durable: bool = True) -> None:
         """Temp file in the same directory, flush (+ fsync), os.replace: never a partial file."""

@@ -27,7 +27,8 @@ from kindling.index import db as index_db
 from kindling.masking import mask_json, mask_text
 from kindling.memory import Memory
 from kindling.model import OBSERVATION_KINDS, REDACTED_CONTENT
-from kindling.store import Store
+from kindling.store import Store, WrittenFile
+from kindling.writer import Writer
 
 BUNDLES = FIXTURES / "bundles"
 EXAMPLE = BUNDLES / "formats-example.json"
@@ -174,7 +175,7 @@ def test_importing_the_same_bundle_twice_changes_nothing(memory, other):
 
 def test_the_import_is_indexed_as_written_without_a_sync(other, monkeypatch):
     monkeypatch.setattr(other, "sync", lambda *a: pytest.fail("a sync reads every file back"))
-    monkeypatch.setattr(other, "_write", lambda *a: pytest.fail("indexed file by file"))
+    monkeypatch.setattr(Writer, "write", lambda *a: pytest.fail("indexed file by file"))
     import_bundle(other, EXAMPLE.read_bytes())
     assert [o["id"] for o in other.index.entities("observations")] == [EXAMPLE_OBS]
     monkeypatch.undo()
@@ -191,32 +192,30 @@ def test_files_unchanged_since_their_rename_are_recorded_without_a_read_back(oth
 
 
 def test_a_file_replaced_after_its_rename_is_read_back_and_the_disk_wins(other):
-    renamed: list[os.stat_result] = []
-    path, data = other.store.write("observations", observation("o-1", "first"), renamed=renamed)
-    assert renamed and renamed[0].st_ino == os.lstat(path).st_ino
+    path = other.store.entity_path("observations", "o-1")
+    stored = other.store.write_checked(path, observation("o-1", "first"))
+    assert stored.stat is not None and stored.stat.st_ino == os.lstat(path).st_ino
     other.store.write("observations", observation("o-1", "replaced at once"))
-    key = bulk.identity(renamed[0])
-    other.index.record_many([("observations", str(path), data, None, key)])
+    other.index.record_many([WrittenFile("observations", path, stored.data, None, stored.stat)])
     (found,) = other.index.entities("observations")
     assert found["content"] == "replaced at once"
 
 
 def test_a_recorded_file_past_its_clock_tick_gets_a_trusted_stat_key(other, monkeypatch):
-    renamed: list[os.stat_result] = []
-    path, data = other.store.write("observations", observation("o-1"), renamed=renamed)
+    path = other.store.entity_path("observations", "o-1")
+    data, stat = other.store.write_checked(path, observation("o-1"))[1:]
     paths = other.index.paths
     rel = paths.rel(path)
     entity = orjson.loads(data)
-    key = bulk.identity(renamed[0])
-    pin_fs_clock(monkeypatch, max(renamed[0].st_mtime_ns, renamed[0].st_ctime_ns))
-    read = bulk.written_read(paths, rel, "observations", data, entity, key)
+    pin_fs_clock(monkeypatch, max(stat.st_mtime_ns, stat.st_ctime_ns))
+    read = bulk.written_read(paths, rel, "observations", data, entity, stat)
     assert read is not None and read.statkey == "" and read.data == data
     pin_fs_clock(monkeypatch, NOTHING_RACY)  # the write's clock tick is over
-    read = bulk.written_read(paths, rel, "observations", data, entity, key)
-    assert read is not None and read.statkey.endswith(f":{renamed[0].st_ino}")
+    read = bulk.written_read(paths, rel, "observations", data, entity, stat)
+    assert read is not None and read.statkey.endswith(f":{stat.st_ino}")
     with open(path, "ab") as fh:  # changed in place: the same inode, another size
         fh.write(b" ")
-    assert bulk.written_read(paths, rel, "observations", data, entity, key) is None
+    assert bulk.written_read(paths, rel, "observations", data, entity, stat) is None
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

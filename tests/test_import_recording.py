@@ -13,9 +13,9 @@ from conftest import NOTHING_RACY
 from kindling.bundle import recording
 from kindling.bundle.importer import ImportInterrupted, import_bundle
 from kindling.bundle.recording import THREAD_NAME, BackgroundRecorder
-from kindling.index import Index, bulk, fsclock
+from kindling.index import Index, fsclock
 from kindling.memory import Memory
-from kindling.store import Store
+from kindling.store import Store, WrittenFile
 
 N = 7
 
@@ -132,11 +132,10 @@ def test_a_batch_is_judged_against_one_reading_of_the_filesystem_clock(root, mon
     with Memory(root) as memory:
         written = []
         for i in range(3):
-            renamed: list[os.stat_result] = []
-            path, data = memory.store.write(
-                "observations", entities.observation(i), renamed=renamed
-            )
-            written.append(("observations", str(path), data, None, bulk.identity(renamed[0])))
+            entity = entities.observation(i)
+            path = memory.store.entity_path("observations", entity["id"])
+            stored = memory.store.write_checked(path, entity)
+            written.append(WrittenFile("observations", path, stored.data, None, stored.stat))
         index = memory.index  # opened (and built) first
         readings.clear()
         index.record_many(written)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 from kindling.index import Index
 
 
@@ -29,3 +31,15 @@ def test_full_ids_resolve_without_a_sync(memory, monkeypatch):
     assert memory.get(obs).entity["content"] == "x"
     memory.forget(obs)
     assert memory.store.load("observations", obs)["redacted"] is True
+
+
+def test_a_write_the_index_refuses_keeps_its_file_and_the_next_read_finds_it(memory, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise sqlite3.OperationalError("database is locked")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Index, "record", refuse)
+        written = memory.log("kept on disk")
+    assert written.path.is_file()
+    assert memory.store.load("observations", written.entity["id"]) == written.entity
+    assert [o["id"] for o in memory.list("observations")] == [written.entity["id"]]

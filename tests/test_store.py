@@ -95,6 +95,30 @@ def test_failed_write_leaves_old_file_and_no_temp(store_dir, monkeypatch):
     assert [p.name for p in path.parent.iterdir()] == [path.name]
 
 
+def test_a_checked_write_hands_back_the_stat_taken_right_after_its_rename(store_dir):
+    store = Store.open(store_dir)
+    path = store.entity_path("observations", OBS["id"])
+    stored = store.write_checked(path, dict(OBS))
+    assert (stored.path, stored.data) == (path, canonical.encode(OBS))
+    assert stored.stat == os.lstat(path)
+
+
+def test_no_stat_when_another_file_holds_the_path_right_after_the_rename(store_dir, monkeypatch):
+    store = Store.open(store_dir)
+    path = store.entity_path("observations", OBS["id"])
+    real_replace = os.replace
+
+    def replaced_at_once(src, dst):
+        real_replace(src, dst)
+        theirs = Path(dst).with_name("theirs")
+        theirs.write_bytes(b"another writer's bytes")
+        real_replace(theirs, dst)
+
+    monkeypatch.setattr(os, "replace", replaced_at_once)
+    stored = store.write_checked(path, dict(OBS))
+    assert stored.stat is None and stored.data == canonical.encode(OBS)
+
+
 def test_walk_skips_temp_hidden_and_foreign_files(store_dir):
     store = Store.open(store_dir)
     path, _ = store.write("observations", dict(OBS))

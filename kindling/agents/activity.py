@@ -1,44 +1,22 @@
-"""What hooks did lately, for `kindling status`: a hook that exits 0 has no one to tell.
+"""Noting what hooks do, for `kindling status` (read back by kindling.activity).
 
-One small JSON file beside the index, in the store's state folder outside the work tree
-(`hooks.json`, see kindling.statedir): per event the last capture and a count, the
-last few errors, and every unknown event name seen. It is rewritten whole under a lock, so
-many hooks at once each leave their mark; losing it loses nothing but this report.
+The report is rewritten whole under a lock, so many hooks at once each leave their mark;
+losing it loses nothing but this report.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from kindling import platform
+from kindling.activity import activity_path, read_activity
 from kindling.clock import now_ms
-from kindling.fileio import read_regular, write_atomic
+from kindling.fileio import write_atomic
 from kindling.store import Store
 
 KEEP_ERRORS = 10
 KEEP_UNKNOWN = 20
 MAX_MESSAGE_CHARS = 300
-
-
-ACTIVITY_NAME = "hooks.json"
-
-
-def activity_path(store: Store) -> Path:
-    """Where the hook activity of `store` is kept (beside its index)."""
-    return store.state / ACTIVITY_NAME
-
-
-def read_activity(store: Store) -> dict:
-    """The hook activity report; empty sections when no hook has run or the file is unreadable."""
-    empty: dict = {"events": {}, "errors": [], "unknownEvents": {}}
-    try:
-        data = json.loads(read_regular(activity_path(store)) or b"")
-    except (OSError, ValueError):
-        return empty
-    if not isinstance(data, dict):
-        return empty
-    return {key: data.get(key, value) for key, value in empty.items()}
 
 
 def note_activity(

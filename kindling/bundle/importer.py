@@ -17,17 +17,17 @@ import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from kindling import canonical
 from kindling.bundle.format import Dataset, entity_label, parse_bundle
 from kindling.bundle.inbound import inbound_entity
+from kindling.bundle.plan import Decision, ImportInterrupted
 from kindling.bundle.recording import BackgroundRecorder
 from kindling.bundle.report import ImportReport
 from kindling.errors import CorruptFileError, KindlingError, ValidationError
 from kindling.fileio import read_regular
 from kindling.git.merge import merge_entity
-from kindling.index.bulk import identity
 from kindling.model import (
     ENTITY_TYPES,
     PLURAL,
@@ -37,30 +37,15 @@ from kindling.model import (
     validate,
 )
 from kindling.progress import ProgressFactory, Step
-from kindling.store import Store
+from kindling.store import Store, WrittenFile
+
+if TYPE_CHECKING:
+    from kindling.memory import Memory
+    from kindling.writer import Writer
 
 ON_CONFLICT = ("keep", "theirs", "fail")
 _WRITTEN: dict = {}  # what a final decision holds in place of the entity it wrote
-# type, path, bytes (and entity) written, and the file's stat identity right after its rename
-Written = tuple[str, str, bytes, dict | None, tuple[int, int, int, int] | None]
 MAX_LISTED_CONFLICTS = 20
-
-
-class Decision(NamedTuple):
-    """What an import does with one bundle entity, and what it expected to find locally."""
-
-    entity_type: str
-    theirs: dict
-    outcome: str  # one of kindling.bundle.report.OUTCOMES
-    write: dict | None = None
-    expect: bytes | None = None
-    fields: tuple[str, ...] = ()
-    reason: str = ""
-    masked: int = 0
-
-    @property
-    def entity_id(self) -> str:
-        return self.theirs["id"]
 
 
 # ---------------------------------------------------------------- deciding, one entity at a time
@@ -212,7 +197,7 @@ def apply_plan(
     *,
     on_conflict: str = "keep",
     progress: Step | None = None,
-    record: Callable[[list[Written]], object] | None = None,
+    record: Callable[[list[WrittenFile]], object] | None = None,
 ) -> list[Decision]:
     """Write what the plan decided (non-durably, one disk sync at the end); the final decisions.
 
@@ -233,14 +218,12 @@ def apply_plan(
         # `checked`: validated once already, by the bundle's check or after masking.
         if not checked:
             validate(entity_type, entity)
-        renamed: list[os.stat_result] = []
-        data = store.write_checked(path, entity, real_folders=real_folders, renamed=renamed)
+        stored = store.write_checked(path, entity, real_folders=real_folders)
         if recorder is not None:
             # The entity too, so the index need not decode the bytes: batches are recorded as
             # they come and only QUEUED_BATCHES (kindling.bundle.recording) wait, so few are
             # held at once.
-            stat = identity(renamed[0]) if renamed else None
-            recorder.add((entity_type, path, data, entity, stat))
+            recorder.add(WrittenFile(entity_type, path, stored.data, entity, stored.stat))
 
     done = 0
     try:
@@ -282,18 +265,6 @@ def apply_plan(
     return decisions
 
 
-class ImportInterrupted(KindlingError):
-    """A write failed part way through an import; `written` lists what was written before."""
-
-    def __init__(self, message: str, written: list[Decision]) -> None:
-        self.written = written
-        n = len(written)
-        super().__init__(
-            f"{message}; {n} entit{'y was' if n == 1 else 'ies were'} written before it "
-            "(listed above); running the same import again finishes it"
-        )
-
-
 # ---------------------------------------------------------------- the report
 
 
@@ -304,49 +275,50 @@ def _conflict_line(d: Decision) -> str:
 # ---------------------------------------------------------------- the whole import
 
 
-def import_bundle(
-    memory,
+def import_bundle(memory: Memory, source: bytes | Dataset, **options: Any) -> ImportReport:
+    """`memory.import_bundle(source, **options)`, for callers that hold this module."""
+    return memory.import_bundle(source, **options)
+
+
+def import_into(
+    writer: Writer,
     source: bytes | Dataset,
     *,
+    sync: Callable[[], object],
     on_conflict: str = "keep",
     dry_run: bool = False,
     progress: ProgressFactory | None = None,
 ) -> ImportReport:
-    """Import a bundle (bytes or a parsed Dataset) into a `kindling.Memory`, indexing as it writes.
+    """Import a bundle (bytes or a parsed Dataset) through `writer`, indexing as it writes.
 
+    `sync` brings the index up to date when a write error stops the import part way.
     `progress(label, total)`, when given, is called as each stage starts and returns the
     function that hears each step of it.
     """
+    store = writer.store
     dataset = source if isinstance(source, Dataset) else parse_bundle(source)
     del source  # bytes given here are no longer needed once parsed
     normalised = dict(dataset.normalised)
     if normalised:  # the original's bundle: say how many forgotten members its capsules list
-        absent = _absent_members(memory.store, dataset, _ids(dataset))
+        absent = _absent_members(store, dataset, _ids(dataset))
         if absent:
             normalised[ABSENT_MEMBERS] = absent
     stage = progress("Checking", len(dataset)) if progress else None
-    decisions = plan_import(memory.store, dataset, on_conflict=on_conflict, progress=stage)
+    decisions = plan_import(store, dataset, on_conflict=on_conflict, progress=stage)
     del dataset
     options = {"dry_run": dry_run, "on_conflict": on_conflict, "normalised": normalised}
     to_write = sum(1 for d in decisions if d.write is not None)
     if dry_run or not to_write:
         return ImportReport.from_decisions(decisions, **options)
-    with contextlib.suppress(sqlite3.Error, KindlingError):
-        # Opened (built, when new) before the first write: opened at the first record, a new
-        # index would be built by reading back every file written so far.
-        _ = memory.index
+    writer.open_index()
     stage = progress("Writing", to_write) if progress else None
     try:
         decisions = apply_plan(
-            memory.store,
-            decisions,
-            on_conflict=on_conflict,
-            progress=stage,
-            record=memory.record,
+            store, decisions, on_conflict=on_conflict, progress=stage, record=writer.record_many
         )
     except ImportInterrupted:
         with contextlib.suppress(sqlite3.Error, KindlingError):
-            memory.sync()  # what was written is searchable at once, as on success
+            sync()  # what was written is searchable at once, as on success
         raise
     # Every file written is recorded in the index already: no sync reads them back.
     return ImportReport.from_decisions(decisions, **options)

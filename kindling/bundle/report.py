@@ -3,12 +3,10 @@ and (when a write error stopped it) exactly which entities were written."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
+from kindling.bundle.plan import Decision, ImportInterrupted
 from kindling.model import ENTITY_TYPES, SINGULAR
-
-if TYPE_CHECKING:
-    from kindling.bundle.importer import Decision, ImportInterrupted
 
 OUTCOMES = ("added", "unchanged", "merged", "redacted", "conflicts", "skipped")
 

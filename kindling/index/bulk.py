@@ -74,7 +74,7 @@ def shared_ids(conn: sqlite3.Connection, keys: list[tuple[str, str]]) -> set[tup
     return out
 
 
-def identity(st: os.stat_result) -> tuple[int, int, int, int]:
+def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
     """The stat data a written file is recognised by: inode, size, mtime and ctime (ns)."""
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
@@ -85,11 +85,11 @@ def written_read(
     entity_type: str,
     data: bytes,
     entity: dict,
-    renamed: tuple[int, int, int, int],
+    renamed: os.stat_result,
     racy_from: int | None = None,
 ) -> FileRead | None:
-    """A file Kindling wrote, from the bytes in hand: no read-back while its `identity` is the
-    one taken right after its rename; None means read it back instead.
+    """A file Kindling wrote, from the bytes in hand: no read-back while its stat data is the
+    one taken right after its rename (`renamed`); None means read it back instead.
 
     The stat key is judged as a sync would: a file changed too recently to trust gets ""
     and the next sync reads it again. `racy_from`, when given, was taken before this stat
@@ -103,7 +103,7 @@ def written_read(
         st = os.lstat(paths.abspath(rel))
     except OSError:
         return None
-    if identity(st) != renamed:
+    if _identity(st) != _identity(renamed):
         return None
     stat = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
     digest = canonical.content_hash(data)

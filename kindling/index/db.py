@@ -29,7 +29,7 @@ from kindling.index.schema import Problem, SyncReport
 from kindling.index.sync import Syncer
 from kindling.model import ENTITY_TYPES
 from kindling.progress import ProgressFactory
-from kindling.store import Store
+from kindling.store import Store, WrittenFile
 
 
 def _is_locked(exc: sqlite3.Error) -> bool:
@@ -261,24 +261,24 @@ class Index(IndexReader):
         """Index a file Kindling itself just wrote with `data` (what is on disk now wins)."""
         self._recheck(self.rel(path), entity_type, known=(data, entity))
 
-    def record_many(self, written: Iterable[tuple[str, str | Path, bytes, dict | None]]) -> None:
-        """Index files Kindling just wrote (type, path, bytes, entity or None), in one transaction.
+    def record_many(self, written: Iterable[WrittenFile]) -> None:
+        """Index files Kindling just wrote, in one transaction.
 
-        Each is read back and hash-checked (what is on disk now wins) but parsed only when it
-        differs; files older than the racy window get stat keys a later sync trusts. A tuple
-        may end with the file's `bulk.identity` right after its rename: while that still holds,
-        nothing is read back.
+        A file whose stat data is still the one taken right after its rename is recorded from
+        the bytes in hand. Any other is read back and hash-checked (what is on disk now wins)
+        but parsed only when it differs. Files older than the racy window get stat keys a
+        later sync trusts.
         """
         reads = []
         racy_from = self.paths.racy_from()  # one clock reading, before every stat below
-        for entity_type, path, data, entity, *renamed in written:
+        for entity_type, path, data, entity, stat in written:
             if entity is None:  # bytes Kindling validated and wrote: decoding them is enough
                 entity = orjson.loads(data)
             rel = self.rel(path)
             read = None
-            if renamed and renamed[0] is not None:  # unchanged since its rename: no read-back
+            if stat is not None:
                 read = bulk.written_read(
-                    self.paths, rel, entity_type, data, entity, renamed[0], racy_from
+                    self.paths, rel, entity_type, data, entity, stat, racy_from
                 )
             if read is None:
                 read = read_file_at(self.paths, rel, entity_type, known=(data, entity))
