@@ -241,6 +241,8 @@ def test_several_stores(isolated_env, tmp_path):
 def test_missing_sdk_says_how_to_install(run, monkeypatch):
     for name in ("mcp", "mcp.server", "mcp.server.mcpserver", "mcp.server.mcpserver.exceptions"):
         monkeypatch.setitem(sys.modules, name, None)
+    # Imported already (by another test in this process), the tools would not need the SDK.
+    monkeypatch.delitem(sys.modules, "kindling.agents.mcp_tools", raising=False)
     result = run("mcp")
     assert result.exit_code == 1
     assert "pip install 'kindling-memory[mcp]'" in result.output
