@@ -1,10 +1,12 @@
-"""Secret masking: the labelled corpus, each reported finding, counts, idempotence, JSON, speed."""
+"""Secret masking: the labelled corpus, each kind of secret, counts, idempotence, JSON, speed."""
 
 from __future__ import annotations
 
 import copy
+import json
 import re
 import string
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -13,9 +15,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from kindling.masking import MASK, mask_json, mask_scope_ids, mask_text, mask_then_cut
+from kindling.masking import MASK, mask_json, mask_scope_ids, mask_text, mask_then_cut, patterns
+from kindling.masking.gate import TRIGGERS, json_might_hold_secret, might_hold_secret
 from kindling.masking.text import mask_text as mask_text_ungated
-from kindling.secret_gate import TRIGGERS, json_might_hold_secret, might_hold_secret
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "masking"))
 import masking_corpus  # noqa: E402  tests/masking/masking_corpus.py
@@ -296,27 +298,49 @@ def test_corpus_has_every_secret_masked_and_every_look_alike_intact():
     )
 
 
-def test_skipping_patterns_whose_literal_is_absent_changes_nothing():
-    # Each pattern with a literal is skipped (not even compiled) when a short text lacks it;
-    # the answer must be what running every pattern gives.
-    import importlib
+def _every_text() -> list[str]:
+    return [case.text for case in CORPUS] + [text for text, _ in EXACT] + PROSE
 
-    from kindling.masking import patterns
 
-    texts = [case.text for case in CORPUS] + [text for text, _ in EXACT] + PROSE
-    guarded = []
-    for text in texts:
-        importlib.reload(patterns)  # nothing compiled: every guard looks
-        patterns.MANY_TEXTS = 10**9  # (this process has masked many texts already)
-        guarded.append(mask_text_ungated(text))
-        assert not patterns.EAGER
-    patterns.compile_all()  # every pattern compiled and in place: no guard looks any more
-    assert patterns.EAGER
-    assert not any(
-        isinstance(v, patterns.Lazy) or (isinstance(v, tuple) and patterns.Lazy in map(type, v))
-        for v in vars(patterns).values()
+def _patterns_with_a_literal() -> list[patterns.Lazy]:
+    found = []
+    for value in vars(patterns).values():
+        found += [v for v in (value if isinstance(value, tuple) else (value,)) if _literal(v)]
+    return found
+
+
+def _literal(value: object) -> bool:
+    return isinstance(value, patterns.Lazy) and value.literal is not None
+
+
+def test_a_pattern_never_matches_text_without_its_literal():
+    # What makes looking for the literal first safe: a pattern skipped for lack of it
+    # could not have matched.
+    checked = 0
+    for text in _every_text():
+        for variant in (text, text.upper(), text.swapcase(), text[::-1]):
+            for pattern in _patterns_with_a_literal():
+                if pattern.literal not in variant:
+                    assert pattern.compiled.search(variant) is None, (pattern.source, variant)
+                    checked += 1
+    assert checked > 10_000
+
+
+def test_masking_with_or_without_the_literal_look_gives_the_same_answers():
+    # A fresh process, so the look runs while patterns are still uncompiled.
+    code = (
+        "import json, sys\n"
+        "from kindling.masking.text import mask_text\n"
+        "texts = json.load(sys.stdin)\n"
+        "print(json.dumps([mask_text(text, look=True) for text in texts]))\n"
     )
-    assert [mask_text_ungated(text) for text in texts] == guarded
+    texts = _every_text()
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=json.dumps(texts), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    looked = [tuple(answer) for answer in json.loads(done.stdout)]
+    assert looked == [mask_text_ungated(text, look=False) for text in texts]
 
 
 def test_every_corpus_secret_passes_the_gate():
@@ -344,7 +368,7 @@ def _check(name: str) -> None:
     assert count == len(case.secrets) or case.kind == "keep", name
 
 
-# ---------------------------------------------------------------- one test per reported finding
+# ---------------------------------------------------------------- each kind of secret, by name
 
 
 def test_jwt_is_masked():

@@ -6,34 +6,25 @@ readable, and it is idempotent: masked text masks to itself and counts 0. What c
 secret is described in `kindling.masking.text` (free text) and `kindling.masking.structured`
 (JSON values, argument lists, scope ids).
 
-These entry points look first with the cheap `kindling.secret_gate`; the patterns are
+These entry points look first with the cheap `kindling.masking.gate`; the patterns are
 compiled only when the gate says a secret may be present.
 """
 
 from __future__ import annotations
 
-import functools
-
-from kindling.masking.marker import MASK
-from kindling.secret_gate import REMEMBERED, SHORT, json_might_hold_secret, might_hold_secret
+from kindling.masking.gate import MASK, json_might_hold_secret, might_hold_secret, remembered
 
 __all__ = ["MASK", "mask_json", "mask_scope_ids", "mask_text", "mask_then_cut"]
 
 
+@remembered
 def mask_text(text: str) -> tuple[str, int]:
     """Return `text` with every secret replaced by MASK, and how many were replaced."""
     if not might_hold_secret(text):
         return text, 0
-    return _remembered_mask(text) if len(text) <= SHORT else _mask(text)
-
-
-def _mask(text: str) -> tuple[str, int]:
     from kindling.masking.text import mask_text as mask
 
     return mask(text)
-
-
-_remembered_mask = functools.lru_cache(maxsize=REMEMBERED)(_mask)
 
 
 def mask_json(value: object) -> tuple[object, int]:

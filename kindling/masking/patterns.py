@@ -7,13 +7,8 @@ repeats only classes that cannot overlap what follows, and bounds any look acros
 
 from __future__ import annotations
 
+import functools
 import re
-
-from kindling.masking.marker import MASK  # noqa: F401 - re-exported for the pattern users
-
-LOOK_LIMIT = 16_384  # characters: a longer text compiles every pattern rather than look
-MANY_TEXTS = 256  # so does the process's this-many-th text (an import masks thousands)
-EAGER = False  # every pattern is compiled: no finder looks for a literal first any more
 
 
 class Lazy:
@@ -21,24 +16,19 @@ class Lazy:
     and most texts need only a few. `literal`, when given, is in every match."""
 
     def __init__(self, source: str, flags: int = 0, *, literal: str | None = None) -> None:
-        self._args = (source, flags)
-        self.literal = literal
+        self.source, self.flags, self.literal = source, flags, literal
 
-    def __getattr__(self, name: str):
-        # Called only for what the instance lacks: after the first use, the compiled
-        # pattern's own methods sit on the instance and are found directly.
-        pattern = re.compile(*self._args)
-        for method in ("search", "match", "fullmatch", "finditer", "findall", "sub"):
-            setattr(self, method, getattr(pattern, method))
-        return getattr(pattern, name)
+    @functools.cached_property
+    def compiled(self) -> re.Pattern[str]:
+        return re.compile(self.source, self.flags)
 
     def may_match(self, text: str) -> bool:
         """Whether to run the pattern on `text`: False only when its literal is absent.
 
-        Only an uncompiled pattern is worth the look: a compiled one finds its literal
+        Only a pattern not compiled yet is worth the look: a compiled one finds its literal
         itself about as fast as `in` does.
         """
-        return self.literal is None or "finditer" in self.__dict__ or self.literal in text
+        return self.literal is None or "compiled" in self.__dict__ or self.literal in text
 
 
 # A name holds a credential when it ends in one of these words: GITHUB_TOKEN, db_password,
@@ -292,21 +282,3 @@ NOT_SECRETS = frozenset(
         "optional",
     )
 )
-
-
-def _compiled(value: object) -> object:
-    if isinstance(value, Lazy):
-        return re.compile(*value._args)
-    if isinstance(value, tuple) and value and all(isinstance(v, Lazy) for v in value):
-        return tuple(re.compile(*v._args) for v in value)
-    return value
-
-
-def compile_all() -> None:
-    """Compile every pattern now (about 10 ms) and put the compiled ones in their place, after
-    which no finder looks for literals first: worth it before masking a long text or many."""
-    global EAGER
-    names = globals()
-    for name, value in list(names.items()):
-        names[name] = _compiled(value)
-    EAGER = True

@@ -17,9 +17,8 @@ from __future__ import annotations
 import os
 
 from kindling.masking import patterns as p
-from kindling.masking.marker import MASK
+from kindling.masking.gate import CONFUSABLES, MASK
 from kindling.masking.text import mask_text
-from kindling.secret_gate import CONFUSABLES
 
 # How a value is masked: as text, every string whole (somewhere under a credential key),
 # or strings and numbers whole (right under a credential key).
@@ -33,7 +32,8 @@ _ATTACHED_P_COMMANDS = frozenset(
 
 
 def _is_credential_key(key: str) -> bool:
-    return p.CREDENTIAL_KEY.search(key if key.isascii() else key.translate(CONFUSABLES)) is not None
+    name = key if key.isascii() else key.translate(CONFUSABLES)
+    return p.CREDENTIAL_KEY.compiled.search(name) is not None
 
 
 def _whole(value: str) -> tuple[str, int]:

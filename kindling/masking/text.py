@@ -28,8 +28,7 @@ import re
 from collections.abc import Iterator
 
 from kindling.masking import patterns as p
-from kindling.masking.marker import MASK
-from kindling.secret_gate import CONFUSABLES
+from kindling.masking.gate import CONFUSABLES, MASK
 
 Span = tuple[int, int]
 
@@ -44,38 +43,38 @@ def _is_code(view: str, start: int, end: int) -> bool:
     if len(value) <= 2 or value.lower() in p.NOT_SECRETS:
         return True
     if (
-        p.REFERENCE.match(value)
-        or p.PLACEHOLDER.fullmatch(value)
-        or p.SHORT_NUMBER.fullmatch(value)
+        p.REFERENCE.compiled.match(value)
+        or p.PLACEHOLDER.compiled.fullmatch(value)
+        or p.SHORT_NUMBER.compiled.fullmatch(value)
     ):
         return True
-    if p.CALL.match(value) or (
+    if p.CALL.compiled.match(value) or (
         view.startswith(("(", "["), end)
-        and (p.NAME.fullmatch(value) or p.DOTTED_NAME.fullmatch(value))
+        and (p.NAME.compiled.fullmatch(value) or p.DOTTED_NAME.compiled.fullmatch(value))
     ):
         return True  # a call or a subscript
-    if p.DOTTED_NAME.fullmatch(value):
+    if p.DOTTED_NAME.compiled.fullmatch(value):
         return True
-    if p.NAME.fullmatch(value):
+    if p.NAME.compiled.fullmatch(value):
         # `api_key=api_key`, `password=db_password`: a variable named for what it holds.
-        key = p.CREDENTIAL_KEY.search(value)
+        key = p.CREDENTIAL_KEY.compiled.search(value)
         if key and (
             key.start() == 0
             or value[key.start() - 1] in "_."
             or (value[key.start() - 1].islower() and value[key.start()].isupper())
         ):
             return True
-    path = p.PATH.fullmatch(value)
-    return bool(path and (p.FILE_SUFFIX.search(value) or value == value.lower()))
+    path = p.PATH.compiled.fullmatch(value)
+    return bool(path and (p.FILE_SUFFIX.compiled.search(value) or value == value.lower()))
 
 
 def _quoted_is_code(value: str) -> bool:
     return (
         not value
-        or bool(p.MASK_ONLY.fullmatch(value))
-        or bool(p.SCHEME_ONLY.fullmatch(value))
-        or bool(p.REFERENCE.match(value))
-        or bool(p.PLACEHOLDER.fullmatch(value))
+        or bool(p.MASK_ONLY.compiled.fullmatch(value))
+        or bool(p.SCHEME_ONLY.compiled.fullmatch(value))
+        or bool(p.REFERENCE.compiled.match(value))
+        or bool(p.PLACEHOLDER.compiled.fullmatch(value))
         or value.lower() in ("include", "omit", "same-origin")
         # The quote that closes a string holding the key: `input("Password: ")`.
         or (len(value) <= 3 and not any(c.isalnum() for c in value))
@@ -124,29 +123,29 @@ def _block_span(view: str, first: int, indent: int) -> Span | None:
 
 def _next_line_span(view: str, sep: int, start: int) -> Span | None:
     """The value of `key:` or `KEY=\\` when it sits on the next line (or a block below)."""
-    block = p.BLOCK_SCALAR.match(view, start)
+    block = p.BLOCK_SCALAR.compiled.match(view, start)
     if block:
         return _block_span(view, block.end(), _indent_of_line(view, sep))
-    end = p.LINE_END.match(view, start)
+    end = p.LINE_END.compiled.match(view, start)
     if end is None or end.end() == len(view):
         return None
     if end.group("cont") is not None:
-        m = p.ASSIGNED_VALUE.match(view, end.end())  # `TOKEN=\\` then the value on its own
+        m = p.ASSIGNED_VALUE.compiled.match(view, end.end())  # `TOKEN=\\` then the value on its own
         return _value_span(view, m) if m else None
     # YAML: a plain scalar indented under its key; `user: bob` below is a nested mapping.
-    nxt = p.NEXT_LINE_VALUE.match(view, end.end())
+    nxt = p.NEXT_LINE_VALUE.compiled.match(view, end.end())
     if nxt is None or nxt.group("value").endswith(":"):
         return None
     if len(nxt.group("indent")) <= _indent_of_line(view, sep):
         return None
-    m = p.ASSIGNED_VALUE.match(view, nxt.start("value"))
+    m = p.ASSIGNED_VALUE.compiled.match(view, nxt.start("value"))
     return _value_span(view, m) if m else None
 
 
 def _not_an_assignment(view: str, reversed_view: str, sep: int, key_start: int) -> bool:
     """A credential word that is part of something else: a URL's user, an ARN segment."""
     # The whole name the key word ends (`x-access-token`), read backwards from the word.
-    rest = p.NAME_CHARS.match(reversed_view, len(view) - key_start)
+    rest = p.NAME_CHARS.compiled.match(reversed_view, len(view) - key_start)
     name_start = key_start - (rest.end() - rest.start())
     if view.endswith("://", 0, name_start):
         return True  # `https://x-access-token:<token>@host`: the URL pattern masks the token
@@ -154,9 +153,9 @@ def _not_an_assignment(view: str, reversed_view: str, sep: int, key_start: int) 
     return view[sep] == ":" and view.endswith(":", 0, name_start) and name_start == key_start
 
 
-def _assignments(view: str) -> Iterator[Span]:
+def _assignments(view: str, look: bool) -> Iterator[Span]:
     separators = [
-        pattern for pattern in p.SEPARATORS_REVERSED if (p.EAGER or pattern.may_match(view))
+        pattern for pattern in p.SEPARATORS_REVERSED if (not look or pattern.may_match(view))
     ]
     if not separators:
         return
@@ -165,7 +164,7 @@ def _assignments(view: str) -> Iterator[Span]:
     found = sorted(
         (length - m.start(), length - m.end())
         for pattern in separators
-        for m in pattern.finditer(reversed_view)
+        for m in pattern.compiled.finditer(reversed_view)
     )
     done = 0
     for start, key_start in found:
@@ -178,7 +177,7 @@ def _assignments(view: str) -> Iterator[Span]:
             start += 1  # `key => value`
         elif view.startswith("=", start) and view[sep] == ":":
             start += 1  # `key := value`
-        m = p.ASSIGNED_VALUE.match(view, start)
+        m = p.ASSIGNED_VALUE.compiled.match(view, start)
         span = _value_span(view, m) if m else None
         if span is None and (m is None or m.lastgroup != "masked"):
             span = _next_line_span(view, sep, start)
@@ -187,27 +186,31 @@ def _assignments(view: str) -> Iterator[Span]:
             done = span[1]
 
 
-def _flags(view: str) -> Iterator[Span]:
-    if not (p.EAGER or p.FLAG.may_match(view)):
+def _flags(view: str, look: bool) -> Iterator[Span]:
+    if look and not p.FLAG.may_match(view):
         return
-    for m in p.FLAG.finditer(view):
-        if p.CREDENTIAL_KEY.search(m.group("name")):
+    for m in p.FLAG.compiled.finditer(view):
+        if p.CREDENTIAL_KEY.compiled.search(m.group("name")):
             span = _value_span(view, m)
             if span:
                 yield span
 
 
 def _group_spans(
-    view: str, patterns: tuple[p.Lazy, ...], group: str | None = None, code: bool = False
+    view: str,
+    look: bool,
+    patterns: tuple[p.Lazy, ...],
+    group: str | None = None,
+    code: bool = False,
 ) -> Iterator[Span]:
     """The span of `group` (or of whichever group matched) in each match of `patterns`.
 
     With `code`, a value that reads as code or a placeholder (`$PASS`, `X`) is left alone.
     """
     for pattern in patterns:
-        if not (p.EAGER or pattern.may_match(view)):
+        if look and not pattern.may_match(view):
             continue
-        for m in pattern.finditer(view):
+        for m in pattern.compiled.finditer(view):
             name = group or m.lastgroup
             if not name or not m.group(name) or m.group(name) == MASK:
                 continue
@@ -221,10 +224,10 @@ def _group_spans(
             yield start, end
 
 
-def _pem_without_begin(view: str) -> Iterator[Span]:
-    if not (p.EAGER or p.PEM_END.may_match(view)):
+def _pem_without_begin(view: str, look: bool) -> Iterator[Span]:
+    if look and not p.PEM_END.may_match(view):
         return
-    for m in p.PEM_END.finditer(view):
+    for m in p.PEM_END.compiled.finditer(view):
         start = cur = m.start()
         for _ in range(400):
             brk = _break_before(view, cur)
@@ -233,10 +236,10 @@ def _pem_without_begin(view: str) -> Iterator[Span]:
             escaped = view.rfind("\\n", 0, brk)
             line_start = max(view.rfind("\n", 0, brk) + 1, escaped + 2 if escaped >= 0 else 0)
             line = view[line_start:brk].strip()
-            if p.PEM_LINE.fullmatch(line) or line.startswith(("Proc-Type:", "DEK-Info:")):
+            if p.PEM_LINE.compiled.fullmatch(line) or line.startswith(("Proc-Type:", "DEK-Info:")):
                 start = cur = line_start
                 continue
-            tail = p.PEM_TAIL.search(view, line_start, brk)
+            tail = p.PEM_TAIL.compiled.search(view, line_start, brk)
             if tail:
                 start = tail.start()
             break
@@ -254,62 +257,65 @@ def _break_before(view: str, pos: int) -> int | None:
     return None
 
 
-def _commands(view: str) -> Iterator[Span]:
-    for m in p.LOGIN_WORD.finditer(view) if (p.EAGER or p.LOGIN_WORD.may_match(view)) else ():
-        if p.LOGIN_COMMAND.search(view, max(0, m.start() - 40), m.start()):
-            found = p.LOGIN_PASSWORD.match(view, m.end())
+def _commands(view: str, look: bool) -> Iterator[Span]:
+    logins = (
+        p.LOGIN_WORD.compiled.finditer(view) if not look or p.LOGIN_WORD.may_match(view) else ()
+    )
+    for m in logins:
+        if p.LOGIN_COMMAND.compiled.search(view, max(0, m.start() - 40), m.start()):
+            found = p.LOGIN_PASSWORD.compiled.match(view, m.end())
             if found and found.group(found.lastgroup) != MASK:
                 start, end = found.span(found.lastgroup)
                 if found.lastgroup != "bare" or not _is_code(view, start, end):
                     yield start, end
-    yield from _group_spans(view, (p.SSHPASS, *p.MYSQL), code=True)
+    yield from _group_spans(view, look, (p.SSHPASS, *p.MYSQL), code=True)
 
 
-def _discord(view: str) -> Iterator[Span]:
-    if not (p.EAGER or p.DISCORD_TAIL.may_match(view)):
+def _discord(view: str, look: bool) -> Iterator[Span]:
+    if look and not p.DISCORD_TAIL.may_match(view):
         return
-    for m in p.DISCORD_TAIL.finditer(view):
-        head = p.DISCORD_HEAD.search(view, max(0, m.start() - 28), m.start())
+    for m in p.DISCORD_TAIL.compiled.finditer(view):
+        head = p.DISCORD_HEAD.compiled.search(view, max(0, m.start() - 28), m.start())
         if head and any(c.isdigit() for c in head.group()):
             yield head.start(), m.end()
 
 
-def _telegram(view: str) -> Iterator[Span]:
-    if not (p.EAGER or p.TELEGRAM.may_match(view)):
+def _telegram(view: str, look: bool) -> Iterator[Span]:
+    if look and not p.TELEGRAM.may_match(view):
         return
-    for m in p.TELEGRAM.finditer(view):
-        bot_id = p.TELEGRAM_ID.search(view, max(0, m.start() - 10), m.start())
+    for m in p.TELEGRAM.compiled.finditer(view):
+        bot_id = p.TELEGRAM_ID.compiled.search(view, max(0, m.start() - 10), m.start())
         if bot_id:
             yield bot_id.start(), m.end()
 
 
-def _aws_secrets(view: str) -> Iterator[Span]:
+def _aws_secrets(view: str, look: bool) -> Iterator[Span]:
     scanned = 0  # windows overlap: each stretch is searched once (less a key's length)
     ids = sorted(
         (m.start(), m.end())
         for pattern in p.AWS_KEY_IDS
-        if (p.EAGER or pattern.may_match(view))
-        for m in pattern.finditer(view)
+        if (not look or pattern.may_match(view))
+        for m in pattern.compiled.finditer(view)
     )
     for id_start, id_end in ids:
         lo = max(0, id_start - p.AWS_NEAR, scanned - 40)
         hi = min(len(view), id_end + p.AWS_NEAR)
-        for secret in p.AWS_SECRET.finditer(view, lo, hi):
+        for secret in p.AWS_SECRET.compiled.finditer(view, lo, hi):
             yield secret.span()
         scanned = hi
-    yield from _group_spans(view, (p.AWS_SECRET_LABEL,), "secret")
+    yield from _group_spans(view, look, (p.AWS_SECRET_LABEL,), "secret")
 
 
-def _basic(view: str) -> Iterator[Span]:
+def _basic(view: str, look: bool) -> Iterator[Span]:
     # Basic credentials are base64 of `user:password`; prose after "Basic" does not decode so.
     # A declined match is searched again one character on: "Basic Basic <credential>".
-    if not (p.EAGER or p.BASIC.may_match(view)):
+    if look and not p.BASIC.may_match(view):
         return
     import base64  # here: most texts never say "Basic"
     import binascii
 
     pos = 0
-    while (m := p.BASIC.search(view, pos)) is not None:
+    while (m := p.BASIC.compiled.search(view, pos)) is not None:
         value = m.group("secret")
         try:
             decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode()
@@ -326,31 +332,39 @@ def _token_char(char: str) -> bool:
     return char.isascii() and (char.isalnum() or char in "_-")
 
 
-def _known_tokens(view: str) -> Iterator[Span]:
+def _known_tokens(view: str, look: bool) -> Iterator[Span]:
     for pattern in p.KNOWN_TOKENS:
-        if p.EAGER or pattern.may_match(view):
-            for m in pattern.finditer(view):
+        if not look or pattern.may_match(view):
+            for m in pattern.compiled.finditer(view):
                 yield m.span()
-    for m in p.STRIPE.finditer(view) if (p.EAGER or p.STRIPE.may_match(view)) else ():
-        start = m.start() - 1
-        if start >= 0 and view[start] in "sr" and (start == 0 or not _token_char(view[start - 1])):
-            yield start, m.end()
-    yield from _discord(view)
+    if not look or p.STRIPE.may_match(view):
+        for m in p.STRIPE.compiled.finditer(view):
+            start = m.start() - 1
+            if (
+                start >= 0
+                and view[start] in "sr"
+                and (start == 0 or not _token_char(view[start - 1]))
+            ):
+                yield start, m.end()
+    yield from _discord(view, look)
 
 
-def find_spans(view: str) -> list[Span]:
-    """Every secret in `view` as merged, sorted spans."""
+def find_spans(view: str, *, look: bool) -> list[Span]:
+    """Every secret in `view` as merged, sorted spans.
+
+    With `look`, a pattern not compiled yet runs only when `view` holds its literal.
+    """
     spans = [
-        *_assignments(view),
-        *_flags(view),
-        *_commands(view),
-        *_group_spans(view, (p.CURL_USER, p.URL_CREDENTIALS), "secret", code=True),
-        *_group_spans(view, (p.SLACK_WEBHOOK, p.BEARER), "secret"),
-        *_known_tokens(view),
-        *_telegram(view),
-        *_aws_secrets(view),
-        *_basic(view),
-        *_pem_without_begin(view),
+        *_assignments(view, look),
+        *_flags(view, look),
+        *_commands(view, look),
+        *_group_spans(view, look, (p.CURL_USER, p.URL_CREDENTIALS), "secret", code=True),
+        *_group_spans(view, look, (p.SLACK_WEBHOOK, p.BEARER), "secret"),
+        *_known_tokens(view, look),
+        *_telegram(view, look),
+        *_aws_secrets(view, look),
+        *_basic(view, look),
+        *_pem_without_begin(view, look),
     ]
     spans.sort()
     merged: list[Span] = []
@@ -377,7 +391,7 @@ def _join(text: str, spans: list[Span]) -> str:
 _BEFORE, _AFTER = 100, 400
 
 
-def _mask_once(text: str) -> tuple[str, int, list[tuple[int, bool]]]:
+def _mask_once(text: str, look: bool) -> tuple[str, int, list[tuple[int, bool]]]:
     """One round: the masked text, the count, and where each later mask now starts.
 
     Each position comes with whether the mask touches a letter, digit, `_` or `-` on either
@@ -385,10 +399,12 @@ def _mask_once(text: str) -> tuple[str, int, list[tuple[int, bool]]]:
     """
     # A private key block goes first, whole, so that nothing else masks a piece of it and a
     # quoted key such as `"-----BEGIN ...-----\n"` keeps its quotes and trailing escape.
-    blocks = [m.span() for m in p.PEM.finditer(text)] if (p.EAGER or p.PEM.may_match(text)) else []
+    blocks = []
+    if not look or p.PEM.may_match(text):
+        blocks = [m.span() for m in p.PEM.compiled.finditer(text)]
     if blocks:
         text = _join(text, blocks)
-    spans = find_spans(_view(text))
+    spans = find_spans(_view(text), look=look)
     placed: list[tuple[int, bool]] = []
     shift = 0
     for start, end in spans:
@@ -400,7 +416,7 @@ def _mask_once(text: str) -> tuple[str, int, list[tuple[int, bool]]]:
     return (_join(text, spans) if spans else text), len(blocks) + len(spans), placed
 
 
-def _uncovered_near(text: str, placed: list[tuple[int, bool]]) -> bool:
+def _uncovered_near(text: str, placed: list[tuple[int, bool]], look: bool) -> bool:
     """Whether the text around a mask that touches a word holds a secret it brought to light."""
     windows: list[Span] = []
     for at, touching in placed:
@@ -414,23 +430,19 @@ def _uncovered_near(text: str, placed: list[tuple[int, bool]]) -> bool:
     if not windows:
         return False
     # One search over all windows; a false hit where two meet only costs one more round.
-    return bool(find_spans(_view("\n\n".join(text[lo:hi] for lo, hi in windows))))
+    return bool(find_spans(_view("\n\n".join(text[lo:hi] for lo, hi in windows)), look=look))
 
 
-_masked = 0  # texts masked by this process
+def mask_text(text: str, *, look: bool = True) -> tuple[str, int]:
+    """Return `text` with every secret replaced by MASK, and how many were replaced.
 
-
-def mask_text(text: str) -> tuple[str, int]:
-    """Return `text` with every secret replaced by MASK, and how many were replaced."""
-    global _masked
-    _masked += 1
-    if not p.EAGER and (len(text) > p.LOOK_LIMIT or _masked >= p.MANY_TEXTS):
-        # Compiling once now costs less than looking for literals in every text to come.
-        p.compile_all()
+    With `look`, a pattern not compiled yet runs only on text that holds its literal; without,
+    every pattern is compiled and run. The answer is the same either way.
+    """
     total = 0
     for _ in range(3):  # a second round only when a mask exposed a secret next to it
-        text, count, placed = _mask_once(text)
+        text, count, placed = _mask_once(text, look)
         total += count
-        if not _uncovered_near(text, placed):
+        if not _uncovered_near(text, placed, look):
             break
     return text, total
