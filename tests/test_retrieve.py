@@ -14,6 +14,8 @@ from kindling import canonical
 from kindling.errors import KindlingError, ValidationError
 from kindling.memory import Memory
 from kindling.search import rank
+from kindling.search.request import SearchRequest
+from kindling.search.retrieve import retrieve
 from kindling.store import Store
 
 NOW = 1_750_000_000_000
@@ -557,6 +559,20 @@ def test_kindling_now_is_required_to_be_an_integer(store, mem, monkeypatch):
 def test_invalid_options(mem, kwargs, message):
     with pytest.raises(ValidationError, match=message):
         mem.search("x", **kwargs)
+
+
+def test_retrieve_reads_one_request(store, mem):
+    obs(store, "e1", "token expired in the middleware", kind="error")
+    obs(store, "m1", "token refreshed", kind="message")
+    request = SearchRequest.checked("token", kinds=["error"], max_results=5, explain=True)
+    mem.sync()
+    by_request = retrieve(mem.index, request, now=NOW)
+    assert by_request == retrieve(
+        mem.index, "token", now=NOW, kinds=["error"], max_results=5, explain=True
+    )
+    assert by_request == mem.search(request)
+    assert [c["entity"]["id"] for c in by_request["candidates"]] == ["e1"]
+    assert "explain" in by_request["candidates"][0]
 
 
 @settings(

@@ -1,5 +1,6 @@
 """Retrieval: the three tiers (pins, current summary, ranked candidates) over the index.
 
+- request: SearchRequest, the options of one search, checked once where it is built;
 - fts_query: typed or pasted text -> an FTS5 expression that cannot fail;
 - coverage: the idf-weighted share of a query's terms a text holds;
 - rank: a candidate's score from its parts (relevance, episode, recency);
