@@ -201,6 +201,12 @@ def test_max_tokens_and_kind_and_since(story, run):
     assert run("search", "x", "--max", "-1").exit_code == 2
 
 
+def test_an_option_the_request_refuses_is_one_line_and_exit_one(story, run):
+    result = run("search", "auth", "--session", " ")
+    assert result.exit_code == 1
+    assert result.output.strip() == "Error: scope.sessionId must be a non-empty string"
+
+
 def test_no_results(store_dir, run):
     result = run("search", "anything")
     assert result.exit_code == 0
