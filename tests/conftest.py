@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,32 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "fixtures"
 NOTHING_RACY = 2**63 - 1  # a filesystem clock past every stat time: all stat data trusted
 ALL_RACY = 0  # a clock still in every file's tick: no stat data trusted
+
+
+def fuzz_settings(max_examples: int):
+    """Hypothesis settings for the fuzz suites: reproducible, no example database, fixtures
+    made per test rather than per example, no deadline on a shared machine."""
+    from hypothesis import HealthCheck, settings
+
+    return settings(
+        max_examples=max_examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        derandomize=True,
+        database=None,
+    )
+
+
+def wait_for(check, what: str = "a condition", timeout: float = 60.0):
+    """Poll `check` with short sleeps until it returns something truthy; that value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.05)
 
 
 def pin_fs_clock(monkeypatch, racy_from: int) -> None:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_kindling
+from conftest import run_kindling, wait_for
 
 from kindling import canonical
 from kindling.memory import Memory
@@ -25,17 +25,6 @@ from kindling.watch import daemon
 
 DEADLINE_S = 60.0
 ON = {"KINDLING_AUTOWATCH": "1", "KINDLING_AUTOWATCH_MIN_FILES": "1"}
-
-
-def wait_for(check, what: str, timeout: float = DEADLINE_S):
-    end = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def lock_of(store: Path) -> Path:

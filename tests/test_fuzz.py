@@ -12,7 +12,8 @@ from pathlib import Path
 import orjson
 import pytest
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from conftest import fuzz_settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from kindling import canonical
@@ -20,13 +21,7 @@ from kindling.cli import cli
 from kindling.model import ENTITY_TYPES
 from kindling.store import Store, fanout
 
-FUZZ_SETTINGS = settings(
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    derandomize=True,
-    database=None,
-)
+FUZZ_SETTINGS = fuzz_settings(60)
 
 BAD_IDS = [
     "../../etc/passwd",

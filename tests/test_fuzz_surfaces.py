@@ -16,8 +16,9 @@ import signal
 import orjson
 import pytest
 from click.testing import CliRunner
+from conftest import fuzz_settings
 from entities import bundle
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kindling import canonical
@@ -29,13 +30,7 @@ from kindling.store import fanout
 
 CASE_SECONDS = 10
 
-SURFACE_SETTINGS = settings(
-    max_examples=100,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-    derandomize=True,
-    database=None,
-)
+SURFACE_SETTINGS = fuzz_settings(100)
 
 EDGE_INTS = [
     -(2**64),

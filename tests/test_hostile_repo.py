@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import wait_for
 
 from kindling import canonical
 from kindling.memory import Memory
@@ -62,17 +63,6 @@ def run(repo: Path, *args: str, input: bytes | None = None, env: dict | None = N
         env={**os.environ, **WATCH_ON, **(env or {})},
         timeout=DEADLINE_S,
     )
-
-
-def wait_for(check, what: str, timeout: float = DEADLINE_S):
-    end = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > end:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def observation(n: int, content: str | None = None) -> dict:

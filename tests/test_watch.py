@@ -10,7 +10,6 @@ from entities import observation
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kindling.errors import KindlingError
 from kindling.index import Index
 from kindling.index import handoff as index_folders
 from kindling.store import Store
@@ -243,35 +242,6 @@ def test_temp_and_swap_files_are_ignored(store, make, events):
     ix.close()
 
 
-def test_rename_save_and_in_place_save(store, make, tmp_path):
-    path, _ = store.write("observations", observation(1, "first"))
-
-    def rename_save():
-        # vim-style: write a new file, move it over the old one.
-        tmp = path.with_name(".obs-0001.json.swp")
-        tmp.write_bytes(path.read_bytes().replace(b"first", b"second"))
-        os.replace(tmp, path)
-        return {(DELETED, str(tmp)), (ADDED, str(path))}
-
-    def in_place_save():
-        with open(path, "r+b") as fh:  # VS Code-style: same inode, truncated and rewritten
-            data = fh.read().replace(b"second", b"third!")
-            fh.seek(0)
-            fh.truncate()
-            fh.write(data)
-        return changed(path)
-
-    seen = []
-
-    def check():
-        ix = look(store)
-        seen.append(ix.get("obs-0001").entity["content"])
-        ix.close()
-
-    make(rename_save, check, in_place_save, check).run()
-    assert seen == ["second", "third!"]
-
-
 # ---------------------------------------------------------------- reconciles
 
 
@@ -414,25 +384,6 @@ def test_pending_while_a_batch_is_applied_and_heartbeat_while_idle(
     # one heartbeat after each of the first two idle ticks, each seen by the next reader
     idle_beats = [ticks for ticks, state in published if state and ticks in (1, 2)]
     assert idle_beats == [1, 2]
-
-
-def test_a_second_watcher_is_refused_naming_the_first(store, make, monkeypatch):
-    monkeypatch.setattr(watch, "LOCK_WAIT_S", 0.05)
-    refused = []
-
-    def second():
-        other = Watcher(store, source=scripted(), git_head=GitHead(store.root))
-        with pytest.raises(KindlingError) as info:
-            other.run()
-        refused.append(str(info.value))
-        ix = look(store)  # the refused one left the first one's state alone
-        refused.append(ix.watcher_state()["pid"])
-        ix.close()
-
-    make(second).run()
-    assert f"pid {os.getpid()}" in refused[0]
-    assert "already running" in refused[0]
-    assert refused[1] == os.getpid()
 
 
 def test_a_deleted_lock_file_is_taken_again(store, make):

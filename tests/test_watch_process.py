@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_kindling
+from conftest import run_kindling, wait_for
 from entities import observation
 
 from kindling import canonical
@@ -22,18 +22,6 @@ from kindling.store import Store, fanout
 
 DEADLINE_S = 10.0
 CONFLICTED = b'<<<<<<< ours\n{"id": "x"}\n=======\n{"id": "y"}\n>>>>>>> theirs\n'
-
-
-def wait_for(check, timeout: float = DEADLINE_S, what: str = "a condition"):
-    """Poll `check` with short sleeps until it returns something truthy."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.05)
 
 
 class WatchProcess:
@@ -236,45 +224,6 @@ def test_a_burst_of_1000_files_ends_equal_to_a_rebuild(store, watcher, tmp_path)
     wait_for(settled, timeout=30, what="the watcher to catch up with the burst")
     wait_for(lambda: dumps_equal(store, tmp_path), timeout=30, what="live == rebuilt")
     assert watcher.proc.poll() is None
-
-
-def test_problem_files_are_reported_and_the_watcher_keeps_going(store, watcher):
-    bad = Store(store).path_for("observations", "obs-bad")
-    bad.parent.mkdir(parents=True, exist_ok=True)
-    bad.write_bytes(CONFLICTED)
-
-    def reported():
-        return [p for b in watcher.batches() for p in b["problems"] if p["path"] == str(bad)]
-
-    wait_for(reported, what="the problem to be reported")
-    drop(store, observation("obs-good", "still searchable after a conflict"))
-    wait_for(lambda: in_index(store, "obs-good"))
-    assert bad.read_bytes() == CONFLICTED  # never touched
-    assert watcher.proc.poll() is None
-
-
-def test_the_index_file_deleted_underneath(store, watcher):
-    drop(store, observation("obs-before", "before the index vanished"))
-    wait_for(lambda: in_index(store, "obs-before"))
-    index_path = Store(store).index_path
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{index_path}{suffix}").unlink(missing_ok=True)
-
-    def republished():
-        if not index_path.exists():
-            return False
-        ix = Index(Store(store))
-        try:
-            state = ix.watcher_state()
-        finally:
-            ix.close()
-        return state and state["pid"] == watcher.pid and state["pending"] is False
-
-    wait_for(republished, what="the watcher to reopen the index")
-    drop(store, observation("obs-after", "after the index came back"))
-    wait_for(lambda: in_index(store, "obs-after"), what="the reopened index to follow changes")
-    assert in_index(store, "obs-before") is not None
-    assert any(e["event"] == "reopen" for e in watcher.events())
 
 
 # ---------------------------------------------------------------- one watcher, stopping
