@@ -13,15 +13,15 @@ changes is one short write transaction.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sqlite3
 import stat as stat_module
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from kindling import hashing
 from kindling.index import bulk, handoff, schema
@@ -40,34 +40,13 @@ from kindling.index.scan import (
     winning_rowid,
 )
 from kindling.index.schema import FileRead, Problem, SyncReport
-from kindling.model import ENTITY_TYPES, REDACTED_CONTENT
+from kindling.index.scrub import Scrub, forgets, may_forget
+from kindling.model import ENTITY_TYPES
 
 CHUNK = 2_000  # files re-read and applied per write transaction
 
-# Forgetting turns every forgotten text into this marker (kindling.forgetting); an entity's
-# JSON holds it verbatim.
-_FORGOTTEN = REDACTED_CONTENT.encode()
-_REDACTED = [c.strip() for c in schema.ENTITY_COLUMNS.split(",")].index("redacted")
-
-
-def may_forget(new_row: tuple) -> bool:
-    """Whether an entity row could be a forget's work (cheap: most rows are not)."""
-    return bool(new_row[_REDACTED]) or _FORGOTTEN in new_row[-1]
-
-
-def forgets(old_redacted: object, old_json: object, new_row: tuple) -> bool:
-    """Whether replacing an entity row (its redacted flag and JSON) with `new_row` drops words
-    a forget took away: an observation redacted, or more forgotten-text markers than before."""
-    if new_row[_REDACTED] and not old_redacted:
-        return True
-    new_json = new_row[-1]
-    if _FORGOTTEN not in new_json:
-        return False
-    if isinstance(old_json, str):
-        old_json = old_json.encode()
-    if not isinstance(old_json, bytes):
-        return True  # a damaged row: whatever it held may be what was forgotten
-    return new_json.count(_FORGOTTEN) > old_json.count(_FORGOTTEN)
+# rebuild.py judges its rows with the same two tests as a sync.
+__all__ = ["RowCounts", "SyncPlan", "Syncer", "forgets", "may_forget"]
 
 
 @dataclass
@@ -93,6 +72,9 @@ class RowCounts(NamedTuple):
     same: int = 0  # files re-read whose content had not changed
 
 
+Outcome = Literal["added", "updated", "removed", "same"]  # a RowCounts field
+
+
 class Syncer:
     """The sync machinery over one open index database.
 
@@ -116,8 +98,7 @@ class Syncer:
         # Files whose rows held words a forget took from the file (one that reached the file
         # but not the index, or one pulled in): scrubbed from the index as they were replaced.
         self.scrubbed: list[str] = []
-        self._secure_was: int | None = None  # secure_delete before this apply turned it on
-        self._rewritten = False  # segments rewritten since the last WAL checkpoint
+        self._scrub = Scrub(conn)
 
     def problems(self) -> list[Problem]:
         return problem_files(self.conn, self.paths)
@@ -249,7 +230,7 @@ class Syncer:
             return SyncReport(unchanged=plan.walked - quiet, problems=problems)
         removed = list(plan.removed)
         changed = plan.changed
-        totals = [0, 0, 0, 0]
+        totals: Counter[str] = Counter()
         many = len(changed) >= hashing.BULK_FILES  # a checkout or a pull: OpenSSL pays
         # In chunks, each its own transaction: a sync of a whole checkout or import never
         # holds every file's bytes and entity at once.
@@ -273,11 +254,10 @@ class Syncer:
                         handoff.store_dirs(self.conn, dirs, racy_from, full=full)
                     if full:
                         self._sweep()
-            if self._rewritten:
-                self.checkpoint()
-            totals = [a + b for a, b in zip(totals, done, strict=True)]
+            self._scrub.checkpoint()
+            totals.update(done._asdict())
             del reads
-        counts = RowCounts(*totals)
+        counts = RowCounts(**totals)
         problems = self.problems()
         changed_rels = {c[0] for c in plan.changed}
         quiet = self._walked_problems(problems, plan.within, changed_rels)
@@ -311,89 +291,91 @@ class Syncer:
         """
         try:
             counts = self._apply(reads, removed)
-            self._rewrite_segments()
+            self._scrub.rewrite_segments()
             return counts
         finally:
-            self._end_scrub()
-
-    def checkpoint(self) -> None:
-        """Copy the WAL into the index and truncate it: its old frames hold deleted text.
-
-        Best effort: a reader in another process keeps the frames it still reads.
-        """
-        self._rewritten = False
-        with contextlib.suppress(sqlite3.Error):
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._scrub.end()
 
     def _apply(self, reads: list[FileRead], removed: list[str]) -> RowCounts:
-        conn = self.conn
-        counts = [0, 0, 0, 0]
+        counts: Counter[Outcome] = Counter()
         touched: set[tuple[str, str]] = set()
+        counts["removed"] += self._apply_removals(removed, touched)
+        rest = reads
+        if len(reads) > 1:
+            rest, inserted, shared = bulk.insert_new(self.conn, reads)
+            counts["added"] += inserted
+            self._reshadow(shared)
+        for read in rest:
+            outcome = self._apply_read(read, touched)
+            if outcome is not None:
+                counts[outcome] += 1
+        self._reshadow(touched)
+        self._forget_fingerprints([*removed, *(read.rel for read in reads)])
+        return RowCounts(**counts)
+
+    def _apply_removals(self, removed: list[str], touched: set[tuple[str, str]]) -> int:
+        """Drop the rows of files gone since the walk; how many entities went with them."""
+        dropped = 0
         for rel in removed:
             if self._still_there(rel):
                 continue  # came back since the walk; the next sync reads it
-            row = conn.execute("SELECT id FROM files WHERE path = ?", (rel,)).fetchone()
+            row = self.conn.execute("SELECT id FROM files WHERE path = ?", (rel,)).fetchone()
             if row is None:
                 continue
-            counts[2] += self._drop_entity(row[0], touched, rel, gone=True)
-            conn.execute("DELETE FROM files WHERE id = ?", row)
-        all_reads = reads
-        if len(reads) > 1:
-            reads, inserted, shared = bulk.insert_new(conn, reads)
-            counts[0] += inserted
-            self._reshadow(shared)
-        for read in reads:
-            row = conn.execute(
-                "SELECT id, hash, problem FROM files WHERE path = ?", (read.rel,)
-            ).fetchone()
-            if row is not None and row[1] == read.hash:
-                conn.execute(
-                    "UPDATE files SET size = ?, mtime_ns = ?, ctime_ns = ?, ino = ?, statkey = ? "
-                    "WHERE id = ?",
-                    (*read.stat, read.statkey, row[0]),
-                )
-                counts[3] += row[2] is None
-                continue
-            entity, problem = read.entity, read.problem
-            if entity is None and problem is None:
-                entity, problem = try_parse(
-                    read.entity_type, self.paths.abspath(read.rel), read.data
-                )
-            values = (read.entity_type, *read.stat, read.statkey, read.hash, problem)
-            if row is None:
-                fid = conn.execute(
-                    "INSERT INTO files(type, size, mtime_ns, ctime_ns, ino, statkey, hash, "
-                    "problem, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (*values, read.rel),
-                ).lastrowid
-                was_entity = False
-            else:
-                fid = row[0]
-                conn.execute(
-                    "UPDATE files SET type = ?, size = ?, mtime_ns = ?, ctime_ns = ?, ino = ?, "
-                    "statkey = ?, hash = ?, problem = ? WHERE id = ?",
-                    (*values, fid),
-                )
-            new_row = None if entity is None else schema.entity_row(fid, read.entity_type, entity)
-            if row is not None:
-                was_entity = bool(self._drop_entity(fid, touched, read.rel, becomes=new_row))
-            if new_row is None:
-                counts[2] += was_entity
-                continue
-            conn.execute(schema.INSERT_ENTITY, new_row)
-            text = schema.searchable_text(read.entity_type, entity)
-            if text is not None:
-                conn.execute("INSERT INTO fts(rowid, body) VALUES (?, ?)", (fid, text))
-            touched.add((read.entity_type, entity["id"]))
-            counts[1 if was_entity else 0] += 1
-        self._reshadow(touched)
-        # Rows changed outside a full walk: those folders are compared file by file next time.
-        conn.executemany(
+            dropped += self._drop_entity(row[0], touched, rel, gone=True)
+            self.conn.execute("DELETE FROM files WHERE id = ?", row)
+        return dropped
+
+    def _apply_read(self, read: FileRead, touched: set[tuple[str, str]]) -> Outcome | None:
+        """Bring one file's rows in step with what was read; what that did to its entity
+        (None: nothing to count, as for a problem file that stays one)."""
+        conn = self.conn
+        row = conn.execute(
+            "SELECT id, hash, problem FROM files WHERE path = ?", (read.rel,)
+        ).fetchone()
+        if row is not None and row[1] == read.hash:
+            conn.execute(
+                "UPDATE files SET size = ?, mtime_ns = ?, ctime_ns = ?, ino = ?, statkey = ? "
+                "WHERE id = ?",
+                (*read.stat, read.statkey, row[0]),
+            )
+            return "same" if row[2] is None else None
+        entity, problem = read.entity, read.problem
+        if entity is None and problem is None:
+            entity, problem = try_parse(read.entity_type, self.paths.abspath(read.rel), read.data)
+        values = (read.entity_type, *read.stat, read.statkey, read.hash, problem)
+        if row is None:
+            fid = conn.execute(
+                "INSERT INTO files(type, size, mtime_ns, ctime_ns, ino, statkey, hash, "
+                "problem, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*values, read.rel),
+            ).lastrowid
+        else:
+            fid = row[0]
+            conn.execute(
+                "UPDATE files SET type = ?, size = ?, mtime_ns = ?, ctime_ns = ?, ino = ?, "
+                "statkey = ?, hash = ?, problem = ? WHERE id = ?",
+                (*values, fid),
+            )
+        new_row = None if entity is None else schema.entity_row(fid, read.entity_type, entity)
+        was_entity = row is not None and self._drop_entity(fid, touched, read.rel, becomes=new_row)
+        if new_row is None:
+            return "removed" if was_entity else None
+        conn.execute(schema.INSERT_ENTITY, new_row)
+        text = schema.searchable_text(read.entity_type, entity)
+        if text is not None:
+            conn.execute("INSERT INTO fts(rowid, body) VALUES (?, ?)", (fid, text))
+        touched.add((read.entity_type, entity["id"]))
+        return "updated" if was_entity else "added"
+
+    def _forget_fingerprints(self, rels: Iterable[str]) -> None:
+        """Rows changed outside a full walk: those folders are compared file by file next time."""
+        folders = {rel.rsplit("/", 1)[0] for rel in rels}
+        self.conn.executemany(
             "INSERT INTO folder_fingerprints(path, count, fingerprint) VALUES (?, 0, NULL) "
             "ON CONFLICT(path) DO UPDATE SET fingerprint = NULL",
-            [(f,) for f in {r.rsplit("/", 1)[0] for r in [*removed, *(x.rel for x in all_reads)]}],
+            [(folder,) for folder in folders],
         )
-        return RowCounts(*counts)
 
     def _drop_entity(
         self, fid: int, touched: set, rel: str, *, becomes: tuple | None = None, gone: bool = False
@@ -406,21 +388,15 @@ class Syncer:
             return 0
         etype, eid, redacted = old
         touched.add((etype, eid))
-        if becomes is not None and self._forgets(fid, redacted, becomes):
-            self._scrub_from_here()
+        if becomes is not None and self._scrub.replacing_forgets(fid, redacted, becomes):
+            self._scrub.from_here()
             self.scrubbed.append(rel)
         elif gone and etype == "observations" and not redacted and self._has_copy(eid, fid):
             # A second copy going away is how forget removes a misplaced one.
-            self._scrub_from_here()
+            self._scrub.from_here()
         conn.execute("DELETE FROM fts WHERE rowid = ?", (fid,))
         conn.execute("DELETE FROM entities WHERE rowid = ?", (fid,))
         return 1
-
-    def _forgets(self, fid: int, redacted: int, becomes: tuple) -> bool:
-        if not may_forget(becomes):
-            return False  # the common case, decided without reading the old JSON
-        row = self.conn.execute("SELECT json FROM entities WHERE rowid = ?", (fid,)).fetchone()
-        return forgets(redacted, row[0], becomes)
 
     def _has_copy(self, observation_id: str, fid: int) -> bool:
         row = self.conn.execute(
@@ -428,33 +404,6 @@ class Syncer:
             (observation_id, fid),
         ).fetchone()
         return row is not None
-
-    def _scrub_from_here(self) -> None:
-        """Make every delete from now until the end of this apply leave no trace."""
-        if self._secure_was is not None:
-            return
-        conn = self.conn
-        self._secure_was = int(conn.execute("PRAGMA secure_delete").fetchone()[0])
-        conn.execute("PRAGMA secure_delete = ON")
-        if sqlite3.sqlite_version_info >= (3, 44, 0):
-            # From here on FTS5 removes a deleted document's entries from its segments.
-            conn.execute("INSERT INTO fts(fts, rank) VALUES ('secure-delete', 1)")
-
-    def _rewrite_segments(self) -> None:
-        """After deletes `_scrub_from_here` guarded: merge the full-text segments into one.
-
-        Old segments keep a deleted document's terms until a merge reaches them (before
-        SQLite 3.44 always); the pages the merge frees are zeroed like the rows were.
-        """
-        if self._secure_was is not None:
-            self.conn.execute("INSERT INTO fts(fts) VALUES ('optimize')")
-            self._rewritten = True
-
-    def _end_scrub(self) -> None:
-        if self._secure_was is not None:
-            with contextlib.suppress(sqlite3.Error):
-                self.conn.execute(f"PRAGMA secure_delete = {self._secure_was}")
-            self._secure_was = None
 
     def _still_there(self, rel: str) -> bool:
         try:
@@ -523,7 +472,7 @@ class Syncer:
         if entity_files == entities and fts_rows == searchable:
             return
         # Text no row should have may be text someone forgot: it leaves no trace either.
-        self._scrub_from_here()
+        self._scrub.from_here()
         try:
             conn.execute(
                 "DELETE FROM entities WHERE rowid NOT IN "
@@ -533,9 +482,9 @@ class Syncer:
                 "DELETE FROM fts WHERE rowid NOT IN (SELECT rowid FROM entities WHERE "
                 "type = 'summaries' OR (type = 'observations' AND redacted = 0))"
             )
-            self._rewrite_segments()
+            self._scrub.rewrite_segments()
         finally:
-            self._end_scrub()
+            self._scrub.end()
         # A file row without its entity row: make the next sync re-read and re-parse it.
         conn.execute(
             "UPDATE files SET hash = '', statkey = '' WHERE problem IS NULL "
