@@ -17,11 +17,15 @@ from kindling.masking.gate import MASK, json_might_hold_secret, might_hold_secre
 __all__ = ["MASK", "mask_json", "mask_scope_ids", "mask_text", "mask_then_cut"]
 
 
-@remembered
 def mask_text(text: str) -> tuple[str, int]:
     """Return `text` with every secret replaced by MASK, and how many were replaced."""
     if not might_hold_secret(text):
         return text, 0
+    return _mask(text)
+
+
+@remembered
+def _mask(text: str) -> tuple[str, int]:
     from kindling.masking.text import mask_text as mask
 
     return mask(text)

@@ -433,12 +433,20 @@ def _uncovered_near(text: str, placed: list[tuple[int, bool]], look: bool) -> bo
     return bool(find_spans(_view("\n\n".join(text[lo:hi] for lo, hi in windows)), look=look))
 
 
-def mask_text(text: str, *, look: bool = True) -> tuple[str, int]:
+# Longer texts run every pattern rather than first look for each one's literal: a 100 KB
+# text masks in 2.9 ms instead of 3.4 ms (bench/bench_masking.py).
+LOOK_LIMIT = 16_384  # characters
+
+
+def mask_text(text: str, *, look: bool | None = None) -> tuple[str, int]:
     """Return `text` with every secret replaced by MASK, and how many were replaced.
 
-    With `look`, a pattern not compiled yet runs only on text that holds its literal; without,
-    every pattern is compiled and run. The answer is the same either way.
+    With `look` (by default for texts of up to LOOK_LIMIT characters), a pattern not compiled
+    yet runs only on text that holds its literal; without, every pattern is compiled and run.
+    The answer is the same either way.
     """
+    if look is None:
+        look = len(text) <= LOOK_LIMIT
     total = 0
     for _ in range(3):  # a second round only when a mask exposed a secret next to it
         text, count, placed = _mask_once(text, look)
