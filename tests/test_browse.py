@@ -645,6 +645,7 @@ def _haystack(o: dict) -> str:
     return "\n".join(parts).lower()
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_large_store_loads_lazily_and_filters_correctly(driver, large_page):
     import time

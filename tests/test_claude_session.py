@@ -303,6 +303,7 @@ def _ids(text: str) -> list[str]:
     return [line.rsplit("[", 1)[1].rstrip("]") for line in text.splitlines() if line.endswith("]")]
 
 
+@pytest.mark.slow
 def test_fifty_background_tool_calls_at_once_lose_nothing(repo):
     hook("SessionStart", {**base("SessionStart", repo, FIRST), "source": "startup"}, repo)
     processes = []

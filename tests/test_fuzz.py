@@ -265,6 +265,7 @@ def run_all(work: Path, ident: str, text: str) -> None:
     assert tree_digest(work, store) == before, "a command wrote outside the store"
 
 
+@pytest.mark.slow
 @FUZZ_SETTINGS
 @given(files=placed_files(), ident=bad_ids, text=st.text(min_size=1, max_size=50))
 def test_garbage_entity_files(files, ident, text):

@@ -198,6 +198,7 @@ def mcp_session(repo: Path) -> subprocess.CompletedProcess:
     return run(repo, "mcp", input=lines)
 
 
+@pytest.mark.slow
 def test_finding_code_from_the_repository_runs(tmp_path, stop_watchers):
     """Planted modules in the store and at the top of a 5,000+ entity clone never run."""
     repo = make_clone(tmp_path / "clone", ENTITIES)
