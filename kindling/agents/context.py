@@ -16,7 +16,6 @@ from kindling.agents.payload import one_line, short_id, when
 from kindling.agents.records import hook_of, subject_of
 from kindling.errors import KindlingError
 from kindling.repo_identity import RepoIdentity
-from kindling.search.request import SearchRequest
 
 # The session-start context stays under this many characters (Claude Code caps added context
 # near 10,000); recalled memories for one prompt under RECALL_MAX_CHARS (~600 tokens).
@@ -248,6 +247,9 @@ def prompt_recall(
     max_chars: int = RECALL_MAX_CHARS,
 ) -> tuple[str | None, list[str]]:
     """Memories relevant to `prompt` not yet shown in this session: (context text, their ids)."""
+    # Imported here: every hook loads this module, and only prompt recall searches.
+    from kindling.search.request import SearchRequest
+
     wanted = significant_words(prompt)
     if not wanted:
         return None, []
