@@ -1,31 +1,20 @@
-"""`kindling fsck`: check every file under objects/ (and the index) and repair what is safe.
-
-Safe repairs only: re-encode a valid but non-canonical file, move a valid file to where its id
-says it lives, rebuild the index (scrubbing what it held of forgotten text), remove temp files
-no live writer can own. A file that does not parse is never rewritten, moved or deleted: a
-person decides what it should say.
-"""
+"""The file checks of fsck: every file under the store, each entity, temp files, symlinks."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import stat as stat_module
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from kindling import canonical
 from kindling.errors import KindlingError
 from kindling.fileio import is_temp_name, read_regular
+from kindling.fsck.report import SYMLINK, Finding, FsckReport, display
 from kindling.model import ENTITY_TYPES, SINGULAR, entity_errors
 from kindling.platform import BACKEND
 from kindling.store import Store
-
-if TYPE_CHECKING:
-    from kindling.index import Index
 
 # A temp file this young may belong to a writer still at work, here or on another machine
 # sharing the folder (whose process ids mean nothing here): never touched.
@@ -36,66 +25,6 @@ STALE_TEMP_SECONDS = 3600
 # fileio.atomic_output's temp names: .<name>.<pid>.<8 hex digits>.tmp
 _TEMP_NAME = re.compile(r"\..+\.([0-9]{1,10})\.[0-9a-f]{8}\.tmp\Z", re.DOTALL)
 
-# Finding kinds, in the order a report lists them.
-CHECKS = (
-    "conflict",
-    "parse",
-    "invalid",
-    "noncanonical",
-    "misplaced",
-    "stray",
-    "duplicate",
-    "dangling",
-    "temp",
-    "index",
-)
-SYMLINK = (
-    "a symlink: Kindling never follows one in a store (it may have come in a commit "
-    "and point anywhere); remove it"
-)
-# The kinds `fsck --fix` repairs.
-FIXABLE = ("noncanonical", "misplaced", "temp", "index")
-SCRUBBED = (
-    "the index held words a forget took from this file (that forget, or the pull of it, was "
-    "cut short)"
-)
-SCRUB_FIX = "scrubbed from the index by fsck's sync"
-
-
-@dataclass
-class Finding:
-    """One thing wrong: the store-relative path, which check found it, why, and any repair."""
-
-    path: str
-    check: str
-    reason: str
-    fixed: str | None = None
-
-    def as_dict(self) -> dict:
-        return {"path": self.path, "check": self.check, "reason": self.reason, "fixed": self.fixed}
-
-
-@dataclass
-class FsckReport:
-    """Everything fsck found in one store."""
-
-    store: Path
-    checked: int = 0
-    problems: list[Finding] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """True when nothing is left wrong (every problem found was repaired)."""
-        return all(p.fixed for p in self.problems)
-
-    def as_dict(self) -> dict:
-        return {
-            "store": display(self.store),
-            "ok": self.ok,
-            "checked": self.checked,
-            "problems": [p.as_dict() for p in self.problems],
-        }
-
 
 @dataclass
 class _Entity:
@@ -104,13 +33,7 @@ class _Entity:
     rel: str
 
 
-def display(path: str | os.PathLike) -> str:
-    """A path made printable and JSON-safe whatever bytes its name holds."""
-    raw = os.fsencode(path)
-    return raw.decode("utf-8", "backslashreplace")
-
-
-class _Checker:
+class FileChecker:
     def __init__(self, store: Store, *, fix: bool, now: float) -> None:
         self.store = store
         self.fix = fix
@@ -418,101 +341,3 @@ def _guess_type(entity: dict) -> str | None:
     from kindling.git.merge import type_from_content
 
     return type_from_content(entity)
-
-
-def fsck(
-    store: Store, *, fix: bool = False, check_index: bool = True, now: float | None = None
-) -> FsckReport:
-    """Check the whole store; with `fix`, make the safe repairs and record each one."""
-    checker = _Checker(store, fix=fix, now=time.time() if now is None else now)
-    checker.walk()
-    checker.walk_outside_objects()
-    checker.cross_checks()
-    if check_index:
-        checker.report.problems.extend(index_problems(store, fix=fix))
-    order = {name: i for i, name in enumerate(CHECKS)}
-    checker.report.problems.sort(key=lambda p: (order.get(p.check, 99), p.path))
-    return checker.report
-
-
-def index_problems(store: Store, *, fix: bool = False) -> list[Finding]:
-    """Ways the derived index disagrees with the files (none when there is no index yet)."""
-    if not store.index_path.exists():
-        return []  # built from the files on first use; nothing to disagree yet
-    import sqlite3
-
-    from kindling.index import Index
-    from kindling.index.db import remove_index_files
-    from kindling.index.rebuild import FORGOTTEN
-
-    rel = _index_rel(store)
-    index = None
-    try:
-        index = Index(store)
-        # A stale index is routine (a checkout, a merge): every read syncs it, so does fsck.
-        # What a sync leaves wrong is damage. A row it had to scrub is reported as well: its
-        # file was forgotten (or a forget pulled in) without the index following.
-        syncer = index.syncer()
-        syncer.sync()
-        found = [
-            Finding(_display_rel(store, syncer.paths.abspath(r)), "index", SCRUBBED, SCRUB_FIX)
-            for r in syncer.scrubbed
-        ]
-        damage = [Finding(_display_rel(store, p.path), "index", p.reason) for p in index.verify()]
-        forgotten = bool(found) or any(p.reason in FORGOTTEN for p in damage)
-        if damage and fix:
-            with index.scrubbing():  # what the rebuild drops is zeroed, the WAL truncated
-                index.rebuild()
-        if forgotten and fix:
-            _compact(index)
-        if damage and fix:
-            left = index.verify()
-            for problem in damage:
-                problem.fixed = None if left else "index rebuilt from the files"
-            damage.extend(
-                Finding(_display_rel(store, p.path), "index", f"{p.reason} (after a rebuild)")
-                for p in left
-            )
-        return found + damage
-    except (sqlite3.Error, OSError) as exc:
-        problem = Finding(rel, "index", f"index cannot be read: {exc}")
-        if fix:
-            try:
-                if index is not None:
-                    index.close()
-                    index = None
-                remove_index_files(store.index_path)
-                Index(store).close()
-                problem.fixed = "index rebuilt from the files"
-            except (sqlite3.Error, OSError) as again:
-                problem.reason += f"; rebuilding failed too: {again}"
-        return [problem]
-    finally:
-        if index is not None:
-            index.close()
-
-
-def _compact(index: Index) -> None:
-    """Rewrite the index file whole: pages freed before any scrub (by merges, or with
-    secure_delete off) may still hold forgotten text, and VACUUM keeps no free page."""
-    import sqlite3
-
-    with contextlib.suppress(sqlite3.Error):
-        index.conn.execute("VACUUM")
-    with contextlib.suppress(sqlite3.Error):
-        index.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-
-def _index_rel(store: Store) -> str:
-    try:
-        return display(store.index_path.relative_to(store.root).as_posix())
-    except ValueError:
-        return display(store.index_path)
-
-
-def _display_rel(store: Store, path: str) -> str:
-    """A path the index reports, relative to the store when it lies inside it."""
-    try:
-        return display(Path(path).relative_to(store.root).as_posix())
-    except ValueError:
-        return display(path)

@@ -1,0 +1,43 @@
+"""`kindling fsck`: check every file under objects/ (and the index) and repair what is safe.
+
+Safe repairs only: re-encode a valid but non-canonical file, move a valid file to where its id
+says it lives, rebuild the index (scrubbing what it held of forgotten text), remove temp files
+no live writer can own. A file that does not parse is never rewritten, moved or deleted: a
+person decides what it should say.
+"""
+
+from __future__ import annotations
+
+import time
+
+from kindling.fileio import is_temp_name
+from kindling.fsck.files import STALE_TEMP_SECONDS, FileChecker
+from kindling.fsck.index_check import index_problems
+from kindling.fsck.report import CHECKS, FIXABLE, Finding, FsckReport
+from kindling.store import Store
+
+__all__ = [
+    "CHECKS",
+    "FIXABLE",
+    "STALE_TEMP_SECONDS",
+    "Finding",
+    "FsckReport",
+    "fsck",
+    "index_problems",
+    "is_temp_name",
+]
+
+
+def fsck(
+    store: Store, *, fix: bool = False, check_index: bool = True, now: float | None = None
+) -> FsckReport:
+    """Check the whole store; with `fix`, make the safe repairs and record each one."""
+    checker = FileChecker(store, fix=fix, now=time.time() if now is None else now)
+    checker.walk()
+    checker.walk_outside_objects()
+    checker.cross_checks()
+    if check_index:
+        checker.report.problems.extend(index_problems(store, fix=fix))
+    order = {name: i for i, name in enumerate(CHECKS)}
+    checker.report.problems.sort(key=lambda p: (order.get(p.check, 99), p.path))
+    return checker.report
