@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_kindling, wait_for
+from entities import observation
 
 from kindling import canonical
 from kindling.memory import Memory
@@ -46,15 +47,7 @@ def watchers(store_dir):
 
 
 def obs(name: str, content: str) -> dict:
-    return {
-        "id": name,
-        "kind": "message",
-        "content": content,
-        "provenance": {},
-        "ts": 1_700_000_000_000,
-        "scopeIds": {"repoId": "app"},
-        "redacted": False,
-    }
+    return observation(name, content, repoId="app")
 
 
 def drop(store: Path, entity: dict) -> Path:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import wait_for
+from entities import observation
 
 from kindling import canonical
 from kindling.memory import Memory
@@ -65,16 +66,8 @@ def run(repo: Path, *args: str, input: bytes | None = None, env: dict | None = N
     )
 
 
-def observation(n: int, content: str | None = None) -> dict:
-    return {
-        "id": f"obs-{n:05d}",
-        "kind": "message",
-        "content": content or f"routine note {n} about the release",
-        "provenance": {},
-        "ts": 1_700_000_000_000 + n,
-        "scopeIds": {"repoId": "acme"},
-        "redacted": False,
-    }
+def routine(n: int) -> dict:
+    return observation(f"obs-{n:05d}", f"routine note {n} about the release", repoId="acme")
 
 
 def git(repo: Path, *args: str) -> str:
@@ -89,7 +82,7 @@ def make_clone(root: Path, entities: int = 3) -> Path:
     git(root, "init", "-q")
     store = Memory.init(root).store
     for n in range(entities):
-        store.write("observations", observation(n), durable=False)
+        store.write("observations", routine(n), durable=False)
     return root
 
 

@@ -21,6 +21,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import run_kindling
 from entities import bundle as make_bundle
+from entities import observation
 
 from kindling import canonical
 from kindling.cli import cli
@@ -34,16 +35,9 @@ HANG_TIMEOUT = 20  # seconds; a FIFO read blocks forever, so any finish within t
 
 
 def obs(oid: str, content: str = "token expired at login", **fields) -> dict:
-    return {
-        "id": oid,
-        "kind": "error",
-        "content": content,
-        "provenance": {},
-        "ts": 1750416064123,
-        "scopeIds": {"sessionId": "s1"},
-        "redacted": False,
-        **fields,
-    }
+    return observation(
+        oid, content, **{"kind": "error", "ts": 1750416064123, "sessionId": "s1", **fields}
+    )
 
 
 def plant(store_dir: Path, etype: str, entity: dict) -> Path:

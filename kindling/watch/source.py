@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from kindling.errors import KindlingError
-from kindling.fileio import inode_of, read_regular
+from kindling.fileio import inode_of, is_entity_name, read_regular
 from kindling.gitdir import find_git_dir
 from kindling.model import ENTITY_TYPES
 
@@ -40,9 +40,9 @@ def relevant(rel: str) -> bool:
     if len(parts) > 3 or parts[0] not in ENTITY_TYPES:
         return False
     name = parts[-1]
-    if name.startswith(".") or name.endswith(_IGNORED_ENDINGS):
-        return False
-    return len(parts) < 3 or name.endswith(".json")
+    if len(parts) == 3:
+        return is_entity_name(name)  # the rule every walk uses
+    return not name.startswith(".") and not name.endswith(_IGNORED_ENDINGS)
 
 
 def relative(objects: str, path: str) -> str | None:
