@@ -124,26 +124,53 @@ def merge_entity(entity_type: str, base: dict | None, ours: dict, theirs: dict) 
         return _checked(entity_type, merged, [])
     if ours.get("id") != theirs.get("id"):
         return MergeResult(None, ["id"])
-
     conflicts: list[str] = []
     merged: dict = {}
+    _merge_plain_fields(entity_type, b, ours, theirs, merged, conflicts)
+    _merge_lists(entity_type, b, ours, theirs, merged, conflicts)
+    if any("scopeIds" in side for side in (b, ours, theirs)):
+        scope = _merge_scope(
+            b.get("scopeIds", _MISSING),
+            ours.get("scopeIds", _MISSING),
+            theirs.get("scopeIds", _MISSING),
+            conflicts,
+        )
+        if scope is not _MISSING:
+            merged["scopeIds"] = copy.deepcopy(scope)
+    if entity_type == "capsules":
+        _merge_capsule_close(b, ours, theirs, merged)
+    if entity_type == "observations":
+        conflicts = _merge_redaction(b, ours, theirs, merged, conflicts)
+    return _checked(entity_type, merged, conflicts)
+
+
+def _merge_plain_fields(
+    entity_type: str, base: dict, ours: dict, theirs: dict, merged: dict, conflicts: list[str]
+) -> None:
+    """Every field without a rule of its own: the plain three-way pick."""
     special = set(_LIST_UNIONS.get(entity_type, ())) | {"scopeIds"}
     if entity_type == "capsules":
         special |= {"status", "closedAt"}
     if entity_type == "observations":
         special |= {"redacted"}
-    for key in sorted(b.keys() | ours.keys() | theirs.keys(), key=str):
-        bv, ov, tv = b.get(key, _MISSING), ours.get(key, _MISSING), theirs.get(key, _MISSING)
+    for key in sorted(base.keys() | ours.keys() | theirs.keys(), key=str):
         if key in special:
             continue
-        value, conflicted = _pick(bv, ov, tv)
+        value, conflicted = _pick(
+            base.get(key, _MISSING), ours.get(key, _MISSING), theirs.get(key, _MISSING)
+        )
         if conflicted:
             conflicts.append(key)
         elif value is not _MISSING:
             merged[key] = copy.deepcopy(value)
 
+
+def _merge_lists(
+    entity_type: str, base: dict, ours: dict, theirs: dict, merged: dict, conflicts: list[str]
+) -> None:
+    """Member and evidence lists: the ordered union of both sides (base order first)."""
     for key in _LIST_UNIONS.get(entity_type, ()):
-        sides = [s.get(key, _MISSING) for s in (b, ours, theirs)]
+        sides = [s.get(key, _MISSING) for s in (base, ours, theirs)]
         if all(v is _MISSING for v in sides[1:]):
             continue
         if any(v is not _MISSING and not isinstance(v, list) for v in sides):
@@ -155,37 +182,26 @@ def merge_entity(entity_type: str, base: dict | None, ours: dict, theirs: dict) 
         else:
             merged[key] = copy.deepcopy(ordered_union(*sides))
 
-    if any("scopeIds" in side for side in (b, ours, theirs)):
-        scope = _merge_scope(
-            b.get("scopeIds", _MISSING),
-            ours.get("scopeIds", _MISSING),
-            theirs.get("scopeIds", _MISSING),
-            conflicts,
-        )
-        if scope is not _MISSING:
-            merged["scopeIds"] = copy.deepcopy(scope)
 
-    if entity_type == "capsules":
-        _merge_capsule_close(b, ours, theirs, merged)
-
-    if entity_type == "observations":
-        if ours.get("redacted") is True or theirs.get("redacted") is True:
-            merged["redacted"] = True
-            merged["content"] = REDACTED_CONTENT
-            merged["provenance"] = {}
-            conflicts = [c for c in conflicts if c not in ("content", "provenance")]
-        else:
-            value, conflicted = _pick(
-                b.get("redacted", _MISSING),
-                ours.get("redacted", _MISSING),
-                theirs.get("redacted", _MISSING),
-            )
-            if conflicted:
-                conflicts.append("redacted")
-            elif value is not _MISSING:
-                merged["redacted"] = value
-
-    return _checked(entity_type, merged, conflicts)
+def _merge_redaction(
+    base: dict, ours: dict, theirs: dict, merged: dict, conflicts: list[str]
+) -> list[str]:
+    """A forgotten observation stays forgotten, whatever the other side did to its content."""
+    if ours.get("redacted") is True or theirs.get("redacted") is True:
+        merged["redacted"] = True
+        merged["content"] = REDACTED_CONTENT
+        merged["provenance"] = {}
+        return [c for c in conflicts if c not in ("content", "provenance")]
+    value, conflicted = _pick(
+        base.get("redacted", _MISSING),
+        ours.get("redacted", _MISSING),
+        theirs.get("redacted", _MISSING),
+    )
+    if conflicted:
+        conflicts.append("redacted")
+    elif value is not _MISSING:
+        merged["redacted"] = value
+    return conflicts
 
 
 def _checked(entity_type: str, merged: dict, conflicts: list[str]) -> MergeResult:
