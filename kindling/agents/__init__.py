@@ -1,6 +1,8 @@
 """What coding agents talk to.
 
-- hooks: Claude Code hook payloads -> observations, and the context given back;
+- hooks, hook_command, payload, intake, records, digest, context, activity: Claude Code hook
+  payloads -> observations, and the context given back;
 - claude_settings: merging Kindling's hooks into `.claude/settings.json`;
-- mcp_server: the MCP tools over `kindling.Memory`.
+- mcp_server (the process), mcp_stdio (the transport), mcp_tools (the tools, which load the
+  MCP SDK), mcp_arguments, mcp_text: the MCP server over `kindling.Memory`.
 """
