@@ -14,6 +14,7 @@ import io
 import os
 import stat as stat_module
 from collections.abc import Iterator
+from typing import NamedTuple
 
 TEMP_SUFFIX = ".tmp"
 ENTITY_SUFFIX = ".json"
@@ -47,12 +48,27 @@ def check_output_path(path: str | os.PathLike) -> None:
         raise KindlingError(f"cannot write {text}: folder {folder} does not exist")
 
 
+class FileStat(NamedTuple):
+    """The stat data that tells a file from one written over it since: inode, size, mtime and
+    ctime (ns). Four numbers, where an os.stat_result holds nineteen: a bulk write keeps
+    thousands of them until the index has recorded their files."""
+
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> FileStat:
+        return cls(st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 class AtomicFile(io.BufferedWriter):
     """The stream `atomic_output` yields. Once the file is renamed into place, `stat` holds
     its stat data (None when the path already holds another file again): a caller that
     indexes the file can tell from it that the file is still the one it wrote."""
 
-    stat: os.stat_result | None = None
+    stat: FileStat | None = None
 
 
 @contextlib.contextmanager
@@ -93,7 +109,7 @@ def atomic_output(
     with contextlib.suppress(OSError):
         st = os.lstat(path)
         if st.st_ino == ino:
-            fh.stat = st
+            fh.stat = FileStat.of(st)
     if durable:
         fsync_dir(folder or ".")
 

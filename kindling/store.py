@@ -22,7 +22,14 @@ from typing import NamedTuple
 
 from kindling import canonical, hashing, platform, statedir
 from kindling.errors import CorruptFileError, KindlingError
-from kindling.fileio import atomic_output, fsync_dir, is_entity_name, is_real_dir, read_regular
+from kindling.fileio import (
+    FileStat,
+    atomic_output,
+    fsync_dir,
+    is_entity_name,
+    is_real_dir,
+    read_regular,
+)
 from kindling.model import ENTITY_TYPES, check_id, validate
 
 STORE_DIRNAME = ".kindling"
@@ -95,7 +102,7 @@ class Stored(NamedTuple):
 
     path: str
     data: bytes
-    stat: os.stat_result | None = None
+    stat: FileStat | None = None
 
 
 class WrittenFile(NamedTuple):
@@ -105,7 +112,7 @@ class WrittenFile(NamedTuple):
     path: str | os.PathLike
     data: bytes
     entity: dict | None = None  # the entity written, when at hand: spares decoding `data`
-    stat: os.stat_result | None = None  # `Stored.stat`: while it holds, nothing is read back
+    stat: FileStat | None = None  # `Stored.stat`: while it holds, nothing is read back
 
 
 def fanout(entity_id: str) -> str:

@@ -194,7 +194,7 @@ def test_files_unchanged_since_their_rename_are_recorded_without_a_read_back(oth
 def test_a_file_replaced_after_its_rename_is_read_back_and_the_disk_wins(other):
     path = other.store.entity_path("observations", "o-1")
     stored = other.store.write_checked(path, observation("o-1", "first"))
-    assert stored.stat is not None and stored.stat.st_ino == os.lstat(path).st_ino
+    assert stored.stat is not None and stored.stat.ino == os.lstat(path).st_ino
     other.store.write("observations", observation("o-1", "replaced at once"))
     other.index.record_many([WrittenFile("observations", path, stored.data, None, stored.stat)])
     (found,) = other.index.entities("observations")
@@ -207,12 +207,12 @@ def test_a_recorded_file_past_its_clock_tick_gets_a_trusted_stat_key(other, monk
     paths = other.index.paths
     rel = paths.rel(path)
     entity = orjson.loads(data)
-    pin_fs_clock(monkeypatch, max(stat.st_mtime_ns, stat.st_ctime_ns))
+    pin_fs_clock(monkeypatch, max(stat.mtime_ns, stat.ctime_ns))
     read = bulk.written_read(paths, rel, "observations", data, entity, stat)
     assert read is not None and read.statkey == "" and read.data == data
     pin_fs_clock(monkeypatch, NOTHING_RACY)  # the write's clock tick is over
     read = bulk.written_read(paths, rel, "observations", data, entity, stat)
-    assert read is not None and read.statkey.endswith(f":{stat.st_ino}")
+    assert read is not None and read.statkey.endswith(f":{stat.ino}")
     with open(path, "ab") as fh:  # changed in place: the same inode, another size
         fh.write(b" ")
     assert bulk.written_read(paths, rel, "observations", data, entity, stat) is None

@@ -10,6 +10,7 @@ import os
 import sqlite3
 
 from kindling import canonical
+from kindling.fileio import FileStat
 from kindling.index import schema
 from kindling.index.scan import ObjectPaths, trusted_stat_key, walkable
 from kindling.index.schema import FileRead
@@ -74,18 +75,13 @@ def shared_ids(conn: sqlite3.Connection, keys: list[tuple[str, str]]) -> set[tup
     return out
 
 
-def _identity(st: os.stat_result) -> tuple[int, int, int, int]:
-    """The stat data a written file is recognised by: inode, size, mtime and ctime (ns)."""
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
 def written_read(
     paths: ObjectPaths,
     rel: str,
     entity_type: str,
     data: bytes,
     entity: dict,
-    renamed: os.stat_result,
+    renamed: FileStat,
     racy_from: int | None = None,
 ) -> FileRead | None:
     """A file Kindling wrote, from the bytes in hand: no read-back while its stat data is the
@@ -103,7 +99,7 @@ def written_read(
         st = os.lstat(paths.abspath(rel))
     except OSError:
         return None
-    if _identity(st) != _identity(renamed):
+    if FileStat.of(st) != renamed:
         return None
     stat = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
     digest = canonical.content_hash(data)
