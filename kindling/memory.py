@@ -27,7 +27,7 @@ from kindling.writer import Writer, Written
 
 if TYPE_CHECKING:
     from kindling.bundle.export import ExportReport
-    from kindling.bundle.importer import ImportReport
+    from kindling.bundle.importer import Handover, ImportReport
     from kindling.forgetting import ForgetReport
     from kindling.fsck import FsckReport
     from kindling.git.resolve import ResolveReport
@@ -353,18 +353,20 @@ class Memory:
 
     def import_bundle(
         self,
-        source: bytes,
+        source: bytes | Handover,
         *,
         on_conflict: str = "keep",
         dry_run: bool = False,
         progress: ProgressFactory | None = None,
     ) -> ImportReport:
         """Import a bundle's bytes: all validated before any write; an ImportReport."""
-        from kindling.bundle.importer import import_into
+        from kindling.bundle.importer import Handover, import_into
 
+        handed = source if isinstance(source, Handover) else Handover(source)
+        del source  # the importer frees the bytes once parsed (kindling.bundle.importer.Handover)
         return import_into(
             self._writer,
-            source,
+            handed,
             sync=self.sync,
             on_conflict=on_conflict,
             dry_run=dry_run,

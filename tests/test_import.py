@@ -6,6 +6,7 @@ import copy
 import gzip
 import io
 import os
+import sys
 import tempfile
 from functools import partial
 from pathlib import Path
@@ -171,6 +172,30 @@ def test_importing_the_same_bundle_twice_changes_nothing(memory, other):
         "pins": {"unchanged": 2},
     }
     assert tree(other.store.root) == before
+
+
+@pytest.mark.parametrize("through", ["memory", "module"])
+def test_no_caller_keeps_the_bundle_bytes_alive_while_the_import_writes(other, through):
+    size = len(EXAMPLE.read_bytes())
+    holders = []
+
+    def progress(label, total):
+        if label == "Writing":
+            frame = sys._getframe()
+            while frame is not None:
+                holders.extend(
+                    f"{frame.f_code.co_name}: {name}"
+                    for name, value in frame.f_locals.items()
+                    if isinstance(value, bytes) and len(value) == size
+                )
+                frame = frame.f_back
+        return lambda n: None
+
+    if through == "memory":
+        report = other.import_bundle(EXAMPLE.read_bytes(), progress=progress)
+    else:
+        report = import_bundle(other, EXAMPLE.read_bytes(), progress=progress)
+    assert report.written == 3 and holders == []
 
 
 def test_the_import_is_indexed_as_written_without_a_sync(other, monkeypatch):

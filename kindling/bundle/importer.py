@@ -275,14 +275,35 @@ def _conflict_line(d: Decision) -> str:
 # ---------------------------------------------------------------- the whole import
 
 
+class Handover:
+    """A bundle's bytes (or its parsed Dataset) given to `import_into`, which takes them out.
+
+    Python keeps a function's arguments alive until it returns, so bytes passed on through
+    `Memory.import_bundle` would stay in memory for the whole import. Handed over in this box,
+    the importer holds the only reference, and frees the bytes once they are parsed and the
+    Dataset once it is planned.
+    """
+
+    def __init__(self, source: bytes | Dataset) -> None:
+        self._source: bytes | Dataset | None = source
+
+    def take(self) -> bytes | Dataset:
+        source, self._source = self._source, None
+        if source is None:
+            raise ValueError("this bundle was handed over already")
+        return source
+
+
 def import_bundle(memory: Memory, source: bytes | Dataset, **options: Any) -> ImportReport:
     """`memory.import_bundle(source, **options)`, for callers that hold this module."""
-    return memory.import_bundle(source, **options)
+    handed = Handover(source)
+    del source  # see Handover
+    return memory.import_bundle(handed, **options)
 
 
 def import_into(
     writer: Writer,
-    source: bytes | Dataset,
+    source: bytes | Dataset | Handover,
     *,
     sync: Callable[[], object],
     on_conflict: str = "keep",
@@ -296,6 +317,8 @@ def import_into(
     function that hears each step of it.
     """
     store = writer.store
+    if isinstance(source, Handover):
+        source = source.take()
     dataset = source if isinstance(source, Dataset) else parse_bundle(source)
     del source  # bytes given here are no longer needed once parsed
     normalised = dict(dataset.normalised)
