@@ -118,6 +118,21 @@ def held_by_other(path: str | os.PathLike) -> bool:
     return False
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id runs here (True when that cannot be told)."""
+    if BACKEND == "windows":
+        return True  # os.kill there ends a process rather than asking about it
+    if not 0 < pid < 2**31:
+        return True  # not a process id at all: nothing can be told
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process: alive
+    return True
+
+
 def sync_all() -> None:
     """Flush every earlier write to disk; Windows has no system-wide sync, so nothing there."""
     if hasattr(os, "sync"):

@@ -20,6 +20,7 @@ from entities import observation
 
 from kindling import canonical
 from kindling.memory import Memory
+from kindling.platform import pid_alive
 from kindling.settings import Settings
 from kindling.store import Store
 from kindling.watch import daemon
@@ -236,7 +237,7 @@ def test_it_exits_when_its_store_is_deleted(tmp_path, watchers):
     watchers.append(pid)
     wait_for(lambda: _caught_up(store), "the watcher to catch up")
     shutil.rmtree(tmp_path / "doomed")
-    wait_for(lambda: not daemon._pid_alive(pid) or _zombie(pid), "the watcher to exit")
+    wait_for(lambda: not pid_alive(pid) or _zombie(pid), "the watcher to exit")
     assert not (tmp_path / "doomed").exists()  # and it did not bring the store back
 
 

@@ -13,7 +13,7 @@ from kindling.errors import KindlingError
 from kindling.fileio import is_temp_name, read_regular
 from kindling.fsck.report import SYMLINK, Finding, FsckReport, display
 from kindling.model import ENTITY_TYPES, SINGULAR, entity_errors
-from kindling.platform import BACKEND
+from kindling.platform import pid_alive
 from kindling.store import Store
 
 # A temp file this young may belong to a writer still at work, here or on another machine
@@ -292,7 +292,7 @@ def stale_temp(name: str, age: float) -> str | None:
     if match is None:
         return None  # not named by Kindling: no writer to ask about
     pid = int(match.group(1))
-    if pid == os.getpid() or _pid_alive(pid):
+    if pid == os.getpid() or pid_alive(pid):
         return None
     minutes = age / 60
     return f"its writer, process {pid}, is gone; {minutes:.0f} min old"
@@ -300,21 +300,6 @@ def stale_temp(name: str, age: float) -> str | None:
 
 def _identity(st: os.stat_result) -> tuple[int, int, int]:
     return st.st_ino, st.st_mtime_ns, st.st_size
-
-
-def _pid_alive(pid: int) -> bool:
-    """Whether a process with this id runs here (True when that cannot be told)."""
-    if BACKEND == "windows":
-        return True  # os.kill there ends a process rather than asking about it
-    if not 0 < pid < 2**31:
-        return True  # no process id: not a name this process's fileio wrote
-    try:
-        os.kill(pid, 0)  # signal 0: only asks whether the process exists
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # someone else's process: alive
-    return True
 
 
 def _real_folders(store: Store, path: Path) -> bool:

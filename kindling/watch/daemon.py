@@ -30,6 +30,7 @@ from pathlib import Path
 from kindling.errors import KindlingError
 from kindling.fileio import SAFE_OPEN_FLAGS, read_regular, write_atomic
 from kindling.index import handoff
+from kindling.platform import pid_alive
 from kindling.settings import AUTOWATCH_ENV, Settings
 from kindling.store import Store
 
@@ -100,7 +101,7 @@ def _starting(lock: Path) -> bool:
     if holder is not None and holder[0] == pid:
         return False  # it took the lock once and no longer holds it: it ended
     age = time.time() - when
-    if _pid_alive(pid):
+    if pid_alive(pid):
         return age < SPAWN_GRACE_S
     # It died without ever taking the lock (no watchfiles, no inotify watches left...):
     # starting another on every read would only burn CPU.
@@ -110,16 +111,6 @@ def _starting(lock: Path) -> bool:
 def _record_spawn(path: Path, pid: int) -> None:
     with contextlib.suppress(OSError):
         write_atomic(path, f"{pid} {time.time():.3f}\n".encode(), durable=False)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)  # signal 0: only asks whether the process exists
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # someone else's process: alive
-    return True
 
 
 def spawn_detached(args: list[str], *, cwd: str) -> int:
