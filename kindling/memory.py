@@ -1,8 +1,9 @@
 """The public API: everything the CLI does, over the store (the truth) and the index (derived).
 
 `Memory` is a facade: the capture rules live in kindling.capture, lookups in kindling.lookup,
-retrieval in kindling.search, bundles in kindling.bundle. Every write goes file first, then
-index, in the same call, so what was just written is found at once. Every read first brings
+retrieval in kindling.search, bundles in kindling.bundle. Every write goes through one
+kindling.writer.Writer, file first, then index, in the same call, so what was just written is
+found at once. Every read first brings
 the index up to date with the files; inside `batch()`, one sync serves every call.
 """
 

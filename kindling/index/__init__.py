@@ -6,6 +6,8 @@ Modules, in the order they depend on each other:
 - scan: stat keys and reading entity files from disk (no SQLite);
 - handoff: folder mtimes and the contract under which readers trust a running watcher;
 - read: lookups, the FTS5 match pool, episode conclusions, counts and problem files;
+- scrub: deleting rows that held forgotten text so that nothing of it stays in the file;
+- bulk: recording files an import just wrote without reading them back;
 - sync: the incremental sync that brings the tables in step with the files;
 - rebuild: building the index from nothing, and verifying it;
 - db: `Index`, which opens the database and ties the rest together.

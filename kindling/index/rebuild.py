@@ -10,7 +10,8 @@ from kindling import hashing
 from kindling.index import handoff, schema
 from kindling.index.scan import buckets, read_entity_file, scan_folder, winning_rowid
 from kindling.index.schema import Problem, SyncReport
-from kindling.index.sync import Syncer, forgets, may_forget
+from kindling.index.scrub import forgets, may_forget
+from kindling.index.sync import Syncer
 
 
 @dataclass
@@ -22,7 +23,7 @@ class _Rows:
     fts: list[tuple[int, str]] = field(default_factory=list)
     folders: list[tuple] = field(default_factory=list)
     owners: dict[tuple[str, str], list[tuple[str, int]]] = field(default_factory=dict)
-    # Rows that may have forgotten words (see sync.forgets), by path: checked against the old.
+    # Rows that may have forgotten words (see scrub.forgets), by path: checked against the old.
     marked: dict[str, tuple] = field(default_factory=dict)
 
 

@@ -40,13 +40,13 @@ from kindling.index.scan import (
     winning_rowid,
 )
 from kindling.index.schema import FileRead, Problem, SyncReport
-from kindling.index.scrub import Scrub, forgets, may_forget
+from kindling.index.scrub import Scrub
 from kindling.model import ENTITY_TYPES
 
 CHUNK = 2_000  # files re-read and applied per write transaction
 
 # rebuild.py judges its rows with the same two tests as a sync.
-__all__ = ["RowCounts", "SyncPlan", "Syncer", "forgets", "may_forget"]
+__all__ = ["RowCounts", "SyncPlan", "Syncer"]
 
 
 @dataclass
