@@ -58,7 +58,6 @@ CI_VARIABLES = (
 )
 
 
-
 class Settings(NamedTuple):
     """Kindling's environment variables, parsed and bounded.
 

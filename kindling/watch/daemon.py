@@ -69,6 +69,8 @@ def maybe_start(store: Store, lock: Path | None, walked: int, settings: Settings
         return start(store, lock)
     except OSError:
         return None
+
+
 # The watcher's process: Kindling's own entry point, run by path-independent code. Isolated
 # mode keeps the current folder, PYTHONPATH and the user's site-packages off sys.path; the
 # folder Kindling itself was imported from goes last, so a user install is still found.
