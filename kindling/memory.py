@@ -3,8 +3,8 @@
 `Memory` is a facade: the capture rules live in kindling.capture, lookups in kindling.lookup,
 retrieval in kindling.search, bundles in kindling.bundle. Every write goes through one
 kindling.writer.Writer, file first, then index, in the same call, so what was just written is
-found at once. Every read first brings
-the index up to date with the files; inside `batch()`, one sync serves every call.
+found at once. Every read first brings the index up to date with the files; inside `batch()`,
+one sync serves every call.
 """
 
 from __future__ import annotations

@@ -27,11 +27,11 @@ from kindling.bundle.recording import BackgroundRecorder
 from kindling.bundle.report import ImportReport
 from kindling.errors import CorruptFileError, KindlingError, ValidationError
 from kindling.fileio import read_regular
+from kindling.forgetting import forgotten
 from kindling.git.merge import merge_entity
 from kindling.model import (
     ENTITY_TYPES,
     PLURAL,
-    REDACTED_CONTENT,
     SINGULAR,
     entity_errors,
     validate,
@@ -49,10 +49,6 @@ MAX_LISTED_CONFLICTS = 20
 
 
 # ---------------------------------------------------------------- deciding, one entity at a time
-
-
-def _redact(observation: dict) -> dict:
-    return {**observation, "content": REDACTED_CONTENT, "provenance": {}, "redacted": True}
 
 
 def decide(
@@ -80,7 +76,7 @@ def decide(
             reason = "forgotten here; stays redacted"
             return Decision(entity_type, theirs, "skipped", expect=local, reason=reason)
         if theirs["redacted"] and not ours["redacted"]:
-            return Decision(entity_type, theirs, "redacted", _redact(ours), local)
+            return Decision(entity_type, theirs, "redacted", forgotten(entity_type, ours), local)
 
     clean = merge_entity(entity_type, None, ours, theirs)
     if clean.merged is not None:
