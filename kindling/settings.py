@@ -53,7 +53,6 @@ CI_VARIABLES = (
     "WOODPECKER",
     "SCREWDRIVER",
     "BUDDY",
-    "TASK_ID",  # Taskcluster
     "HARNESS_BUILD_ID",
 )
 
