@@ -18,6 +18,7 @@ folder, and its index is built again there from the files.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -63,11 +64,12 @@ def ensure(folder: Path, store_root: Path) -> Path:
         parent = folder.parent
         if parent.parent == cache_home():
             parent.parent.mkdir(parents=True, exist_ok=True)
-        try:
+        with contextlib.suppress(FileExistsError):
             os.mkdir(parent, 0o700)
+        try:
+            os.mkdir(folder, 0o700)
         except FileExistsError:
-            pass
-        os.mkdir(folder, 0o700)
+            return folder  # another process made it meanwhile, and leaves the note
     note = folder / STORE_NOTE
     try:
         with open(note, "x", encoding="utf-8", errors="surrogateescape") as fh:
