@@ -239,7 +239,8 @@ class Memory:
 
     def forget_report(self, ref: str, *, dry_run: bool = False) -> tuple[Written, ForgetReport]:
         """`forget`, with the report of every entity changed (or, in a dry run, to change)."""
-        with self.batch(), self._scrubbing(dry_run):
+        # Each row that loses words is scrubbed as it changes (kindling.index.scrub).
+        with self.batch():
             written, report = self._capture.forget(ref, dry_run=dry_run)
             self._recheck(report.touched)
         return written, report
@@ -247,15 +248,10 @@ class Memory:
     def forget_matching(self, text: str, *, dry_run: bool = False) -> ForgetReport:
         """Forget every entity whose words hold `text` (exact, case-sensitive), found in the
         files themselves, not the index; the report (in a dry run, of what would go)."""
-        with self.batch(), self._scrubbing(dry_run):
+        with self.batch():
             report = self._capture.forget_matching(text, dry_run=dry_run)
             self._recheck(report.touched)
         return report
-
-    def _scrubbing(self, dry_run: bool) -> contextlib.AbstractContextManager:
-        # A dry run writes nothing, so nothing to scrub (and rewriting the full-text segments
-        # of a big index is not free).
-        return contextlib.nullcontext() if dry_run else self.index.scrubbing()
 
     def _recheck(self, paths: list[Path]) -> None:
         for path in paths:

@@ -345,3 +345,27 @@ def test_a_forgotten_summary_is_never_the_current_summary_nor_found(memory):
     result = memory.search("redacted")
     assert result["currentSummary"]["content"] == "the parser fix shipped"
     assert all(c["entity"]["id"] != summary_id for c in result["candidates"])
+
+
+def test_an_imported_forget_leaves_no_copy_in_the_index_or_its_wal(tmp_path):
+    secret = "quagmire-swordfish-9181"
+    first = Memory(Memory.init(tmp_path / "a").store.root)
+    oid = first.log(f"the vault answers to {secret}").entity["id"]
+    with Memory(Memory.init(tmp_path / "b").store.root) as second:
+        second.import_bundle(_bundle(first))
+        assert second.search(secret)["candidates"]
+        first.forget(oid)
+        second.import_bundle(_bundle(first, include_redacted=True))
+        index = second.index.path
+        # Read while the connection is still open: its WAL is on disk now, if anything is.
+        for path in index.parent.glob(index.name + "*"):
+            assert secret.encode() not in path.read_bytes(), path.name
+    first.close()
+
+
+def _bundle(memory: Memory, include_redacted: bool = False) -> bytes:
+    import io
+
+    out = io.BytesIO()
+    memory.export(out, include_redacted=include_redacted)
+    return out.getvalue()

@@ -284,9 +284,7 @@ class Index(IndexReader):
                 read = read_file_at(self.paths, rel, entity_type, known=(data, entity))
             if read is not None:
                 reads.append(read)
-        syncer = self.syncer()
-        with self.transaction():
-            syncer.apply(reads, [])
+        self.syncer().commit(reads, [])
 
     def recheck(self, path: str | Path) -> None:
         """Bring one file's rows in step with the disk (after Kindling deleted or moved it)."""
@@ -297,12 +295,10 @@ class Index(IndexReader):
         read = None
         if entity_type in ENTITY_TYPES:
             read = read_file_at(self.paths, rel, entity_type, known)
-        syncer = self.syncer()
-        with self.transaction():
-            if read is None:
-                syncer.apply([], [rel])
-            else:
-                syncer.apply([read], [])
+        if read is None:
+            self.syncer().commit([], [rel])
+        else:
+            self.syncer().commit([read], [])
 
     def _build(self, *, only_if_stale: bool, progress: ProgressFactory | None = None) -> SyncReport:
         with self.transaction() as conn:
@@ -318,7 +314,8 @@ class Index(IndexReader):
 
     @contextlib.contextmanager
     def scrubbing(self) -> Iterator[None]:
-        """Rows deleted inside leave no trace in the index files (used by forget).
+        """Rows deleted inside leave no trace in the index files (fsck's rebuild after damage;
+        a sync or a record scrubs forgotten rows by itself, kindling.index.scrub).
 
         Freed space is zeroed (PRAGMA secure_delete); full-text segments are rewritten, since
         before SQLite 3.44 a deleted document's terms stay in the old segments until a merge;

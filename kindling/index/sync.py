@@ -281,6 +281,13 @@ class Syncer:
         walked = [r for r in rels if within is None or r.rpartition("/")[0] in within]
         return sum(r not in changed for r in walked)
 
+    def commit(self, reads: list[FileRead], removed: list[str]) -> RowCounts:
+        """`apply` in a transaction of its own, then the WAL truncated if it scrubbed."""
+        with self.transaction():
+            counts = self.apply(reads, removed)
+        self._scrub.checkpoint()
+        return counts
+
     def apply(self, reads: list[FileRead], removed: list[str]) -> RowCounts:
         """Write row changes inside the caller's transaction.
 
