@@ -187,9 +187,7 @@ def _assignments(view: str, look: bool) -> Iterator[Span]:
 
 
 def _flags(view: str, look: bool) -> Iterator[Span]:
-    if look and not p.FLAG.may_match(view):
-        return
-    for m in p.FLAG.compiled.finditer(view):
+    for m in p.FLAG.finditer(view, look):
         if p.CREDENTIAL_KEY.compiled.search(m.group("name")):
             span = _value_span(view, m)
             if span:
@@ -208,9 +206,7 @@ def _group_spans(
     With `code`, a value that reads as code or a placeholder (`$PASS`, `X`) is left alone.
     """
     for pattern in patterns:
-        if look and not pattern.may_match(view):
-            continue
-        for m in pattern.compiled.finditer(view):
+        for m in pattern.finditer(view, look):
             name = group or m.lastgroup
             if not name or not m.group(name) or m.group(name) == MASK:
                 continue
@@ -225,9 +221,7 @@ def _group_spans(
 
 
 def _pem_without_begin(view: str, look: bool) -> Iterator[Span]:
-    if look and not p.PEM_END.may_match(view):
-        return
-    for m in p.PEM_END.compiled.finditer(view):
+    for m in p.PEM_END.finditer(view, look):
         start = cur = m.start()
         for _ in range(400):
             brk = _break_before(view, cur)
@@ -258,10 +252,7 @@ def _break_before(view: str, pos: int) -> int | None:
 
 
 def _commands(view: str, look: bool) -> Iterator[Span]:
-    logins = (
-        p.LOGIN_WORD.compiled.finditer(view) if not look or p.LOGIN_WORD.may_match(view) else ()
-    )
-    for m in logins:
+    for m in p.LOGIN_WORD.finditer(view, look):
         if p.LOGIN_COMMAND.compiled.search(view, max(0, m.start() - 40), m.start()):
             found = p.LOGIN_PASSWORD.compiled.match(view, m.end())
             if found and found.group(found.lastgroup) != MASK:
@@ -272,18 +263,14 @@ def _commands(view: str, look: bool) -> Iterator[Span]:
 
 
 def _discord(view: str, look: bool) -> Iterator[Span]:
-    if look and not p.DISCORD_TAIL.may_match(view):
-        return
-    for m in p.DISCORD_TAIL.compiled.finditer(view):
+    for m in p.DISCORD_TAIL.finditer(view, look):
         head = p.DISCORD_HEAD.compiled.search(view, max(0, m.start() - 28), m.start())
         if head and any(c.isdigit() for c in head.group()):
             yield head.start(), m.end()
 
 
 def _telegram(view: str, look: bool) -> Iterator[Span]:
-    if look and not p.TELEGRAM.may_match(view):
-        return
-    for m in p.TELEGRAM.compiled.finditer(view):
+    for m in p.TELEGRAM.finditer(view, look):
         bot_id = p.TELEGRAM_ID.compiled.search(view, max(0, m.start() - 10), m.start())
         if bot_id:
             yield bot_id.start(), m.end()
@@ -292,10 +279,7 @@ def _telegram(view: str, look: bool) -> Iterator[Span]:
 def _aws_secrets(view: str, look: bool) -> Iterator[Span]:
     scanned = 0  # windows overlap: each stretch is searched once (less a key's length)
     ids = sorted(
-        (m.start(), m.end())
-        for pattern in p.AWS_KEY_IDS
-        if (not look or pattern.may_match(view))
-        for m in pattern.compiled.finditer(view)
+        (m.start(), m.end()) for pattern in p.AWS_KEY_IDS for m in pattern.finditer(view, look)
     )
     for id_start, id_end in ids:
         lo = max(0, id_start - p.AWS_NEAR, scanned - 40)
@@ -334,18 +318,12 @@ def _token_char(char: str) -> bool:
 
 def _known_tokens(view: str, look: bool) -> Iterator[Span]:
     for pattern in p.KNOWN_TOKENS:
-        if not look or pattern.may_match(view):
-            for m in pattern.compiled.finditer(view):
-                yield m.span()
-    if not look or p.STRIPE.may_match(view):
-        for m in p.STRIPE.compiled.finditer(view):
-            start = m.start() - 1
-            if (
-                start >= 0
-                and view[start] in "sr"
-                and (start == 0 or not _token_char(view[start - 1]))
-            ):
-                yield start, m.end()
+        for m in pattern.finditer(view, look):
+            yield m.span()
+    for m in p.STRIPE.finditer(view, look):
+        start = m.start() - 1
+        if start >= 0 and view[start] in "sr" and (start == 0 or not _token_char(view[start - 1])):
+            yield start, m.end()
     yield from _discord(view, look)
 
 
@@ -399,9 +377,7 @@ def _mask_once(text: str, look: bool) -> tuple[str, int, list[tuple[int, bool]]]
     """
     # A private key block goes first, whole, so that nothing else masks a piece of it and a
     # quoted key such as `"-----BEGIN ...-----\n"` keeps its quotes and trailing escape.
-    blocks = []
-    if not look or p.PEM.may_match(text):
-        blocks = [m.span() for m in p.PEM.compiled.finditer(text)]
+    blocks = [m.span() for m in p.PEM.finditer(text, look)]
     if blocks:
         text = _join(text, blocks)
     spans = find_spans(_view(text), look=look)
