@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from kindling import canonical
 from kindling.errors import KindlingError, ValidationError
-from kindling.fileio import is_entity_name, is_temp_name, read_regular
+from kindling.fileio import is_temp_name, read_regular
 from kindling.model import ENTITY_TYPES, REDACTED_CONTENT, SINGULAR
 from kindling.store import Problem, Store
 
@@ -220,39 +220,25 @@ def scan(store: Store, types: Iterable[str], *, temp_files: bool = False) -> Ite
     """Every entity file of `types` (misplaced ones included), read and parsed; with
     `temp_files`, also the temp files interrupted writes left (never parsed)."""
     for etype in types:
-        folder = store.objects / etype
-        if folder.is_symlink():
-            continue  # never read through one, as walks do not (fsck names it)
-        try:
-            buckets = sorted(os.scandir(folder), key=lambda e: e.name)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        for bucket in buckets:
-            if not bucket.is_dir(follow_symlinks=False):
+        # In path order, so that a report reads the same on every machine.
+        found = sorted(store.walk(etype, temp_files=temp_files), key=lambda f: f.path)
+        for path in (f.path for f in found):
+            try:
+                # Never through a symlink swapped in since the walk; FIFOs are refused.
+                data = read_regular(path, follow_symlinks=False)
+            except OSError:
                 continue
-            with os.scandir(bucket.path) as entries:
-                names = sorted(e.name for e in entries)
-            for name in names:
-                path = os.path.join(bucket.path, name)
-                temp = is_temp_name(name)
-                if not (is_entity_name(name) or (temp_files and temp)):
-                    continue
-                try:
-                    # Never through a symlink (walks do not follow them); FIFOs are refused.
-                    data = read_regular(path, follow_symlinks=False)
-                except OSError:
-                    continue
-                if data is None:
-                    continue  # gone since the listing
-                if temp:
-                    yield Scanned(etype, path, data, None, "is an interrupted write's temp file")
-                    continue
-                try:
-                    entity = Store.parse_entity(etype, path, data)
-                except KindlingError as exc:
-                    yield Scanned(etype, path, data, None, f"cannot be read ({exc})")
-                    continue
-                yield Scanned(etype, path, data, entity, None)
+            if data is None:
+                continue  # gone since the listing
+            if is_temp_name(os.path.basename(path)):
+                yield Scanned(etype, path, data, None, "is an interrupted write's temp file")
+                continue
+            try:
+                entity = Store.parse_entity(etype, path, data)
+            except KindlingError as exc:
+                yield Scanned(etype, path, data, None, f"cannot be read ({exc})")
+                continue
+            yield Scanned(etype, path, data, entity, None)
 
 
 def _ok(items: Iterable[Scanned]) -> list[Scanned]:

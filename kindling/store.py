@@ -28,6 +28,7 @@ from kindling.fileio import (
     fsync_dir,
     is_entity_name,
     is_real_dir,
+    is_temp_name,
     read_regular,
 )
 from kindling.model import ENTITY_TYPES, check_id, validate
@@ -304,10 +305,13 @@ class Store:
             return None
         return self.parse_entity(entity_type, path, data)
 
-    def walk(self, entity_type: str | None = None) -> Iterator[StoredFile]:
+    def walk(
+        self, entity_type: str | None = None, *, temp_files: bool = False
+    ) -> Iterator[StoredFile]:
         """Every entity file under objects/ (stat only, no reads), type by type.
 
-        Temp files, hidden files and anything that is not a regular `*.json` file are skipped.
+        Hidden files and anything that is not a regular `*.json` file are skipped, and so are
+        the temp files of atomic writes unless `temp_files` asks for them too.
         """
         if not is_real_dir(self.objects):
             return
@@ -324,7 +328,8 @@ class Store:
                         continue
                     with os.scandir(bucket.path) as files:
                         for entry in files:
-                            if not is_entity_name(entry.name):
+                            name = entry.name
+                            if not (is_entity_name(name) or temp_files and is_temp_name(name)):
                                 continue
                             st = entry.stat(follow_symlinks=False)
                             if stat_module.S_ISREG(st.st_mode):
