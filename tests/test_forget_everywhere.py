@@ -296,16 +296,20 @@ def test_finding_forget_matching_json_and_files_it_cannot_forget(run, store_dir)
     broken.parent.mkdir(parents=True)
     broken.write_bytes(b'{"content": "' + SECRET.encode() + b'"')  # cut short: not JSON
     before = broken.read_bytes()
+    # An interrupted write's temp file holding the text: named, never parsed or rewritten.
+    temp = broken.with_name(".sum_other.json.4242.0123abcd.tmp")
+    temp.write_bytes(b'{"content": "' + SECRET.encode() + b'"}')
 
     result = run("forget", "--matching", SECRET, "--json")
     assert result.exit_code == 1 and "Traceback" not in result.output
     report = json.loads(result.stdout)
     assert report["dryRun"] is False
     assert [(f["type"], f["id"]) for f in report["forgotten"]] == [("observation", obs)]
-    assert [p["path"] for p in report["problems"]] == [str(broken)]
-    assert "left untouched" in report["problems"][0]["reason"]
-    assert result.stderr.strip().splitlines()[-1].startswith("Error: 1 file holding the text")
+    assert sorted(p["path"] for p in report["problems"]) == sorted([str(broken), str(temp)])
+    assert all("left untouched" in p["reason"] for p in report["problems"])
+    assert result.stderr.strip().splitlines()[-1].startswith("Error: 2 files holding the text")
     assert broken.read_bytes() == before  # never rewritten
+    assert SECRET.encode() in temp.read_bytes()
 
 
 def test_finding_forget_matching_is_exact_and_case_sensitive(run, store_dir):
