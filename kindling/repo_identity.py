@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kindling.fileio import read_regular
+from kindling.gitdir import find_git_dir
 
 # ssh://, git://, http(s)://, file:// and any other scheme: scheme://[user[:pw]@]host[:port]/path
 _URL = re.compile(
@@ -78,33 +79,6 @@ def work_tree_top(start: str | os.PathLike) -> Path | None:
     return None
 
 
-def _git_dir(top: Path) -> Path | None:
-    dot_git = top / ".git"
-    if dot_git.is_dir():
-        return dot_git
-    try:
-        text = (read_regular(dot_git) or b"").decode("utf-8", "replace")
-    except OSError:
-        return None
-    for line in text.splitlines():
-        if line.startswith("gitdir:"):
-            target = Path(line[len("gitdir:") :].strip())
-            return target if target.is_absolute() else (top / target)
-    return None
-
-
-def _common_dir(git_dir: Path) -> Path:
-    try:
-        raw = read_regular(git_dir / "commondir")
-    except OSError:
-        return git_dir
-    if raw is None:
-        return git_dir
-    common = raw.decode("utf-8", "replace").strip()
-    path = Path(common)
-    return path if path.is_absolute() else git_dir / path
-
-
 def origin_url(config_text: str) -> str | None:
     """The `url` of `[remote "origin"]` in a git config file's text (the last one set wins)."""
     url = None
@@ -134,11 +108,11 @@ def identify(path: str | os.PathLike) -> RepoIdentity:
     folder = (top or start).name or "root"
     if top is None:
         return RepoIdentity(folder, folder, start)
-    git_dir = _git_dir(top)
+    _, common = find_git_dir(top)
     remote = None
-    if git_dir is not None:
+    if common is not None:
         try:
-            raw = read_regular(_common_dir(git_dir) / "config") or b""
+            raw = read_regular(common / "config") or b""
             text = raw.decode("utf-8", "replace")
         except OSError:
             text = ""
