@@ -39,6 +39,19 @@ def fuzz_settings(max_examples: int):
     )
 
 
+def exited(pid: int) -> bool:
+    """True once process `pid` has ended: gone, or a zombie nobody has reaped yet (a detached
+    watcher whose starter is this test process)."""
+    from kindling.platform import pid_alive
+
+    if not pid_alive(pid):
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def wait_for(check, what: str = "a condition", timeout: float = 60.0):
     """Poll `check` with short sleeps until it returns something truthy; that value."""
     deadline = time.monotonic() + timeout

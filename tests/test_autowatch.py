@@ -15,12 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import run_kindling, wait_for
+from conftest import exited, run_kindling, wait_for
 from entities import observation
 
 from kindling import canonical
 from kindling.memory import Memory
-from kindling.platform import pid_alive
 from kindling.settings import Settings
 from kindling.store import Store
 from kindling.watch import daemon
@@ -237,16 +236,8 @@ def test_it_exits_when_its_store_is_deleted(tmp_path, watchers):
     watchers.append(pid)
     wait_for(lambda: _caught_up(store), "the watcher to catch up")
     shutil.rmtree(tmp_path / "doomed")
-    wait_for(lambda: not pid_alive(pid) or _zombie(pid), "the watcher to exit")
+    wait_for(lambda: exited(pid), "the watcher to exit")
     assert not (tmp_path / "doomed").exists()  # and it did not bring the store back
-
-
-def _zombie(pid: int) -> bool:
-    """An exited process nobody has reaped yet (the reader that started it is gone)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def test_finding_watch_stop_never_signals_the_pid_a_lock_names(store_dir, monkeypatch):

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import wait_for
+from conftest import exited, wait_for
 from entities import observation
 
 from kindling import canonical
@@ -276,22 +276,10 @@ def test_finding_a_watcher_outlives_its_store(tmp_path, stop_watchers, how):
         shutil.rmtree(repo)
     else:
         repo.rename(tmp_path / "elsewhere")
-    wait_for(lambda: not alive(pid), "the watcher to exit", timeout=15)
+    wait_for(lambda: exited(pid), "the watcher to exit", timeout=15)
     time.sleep(1.5)  # a tick later still: nothing was made where the store was
     assert not repo.exists()
     assert not state.exists() if how == "deleted" else True
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has exited
 
 
 def test_finding_watch_stop_does_not_stick(tmp_path, stop_watchers):
