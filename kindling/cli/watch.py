@@ -81,29 +81,12 @@ def watch_cmd(
     if stop and start:
         raise click.UsageError("--stop and --start cannot be used together")
     memory = open_memory(ctx)
-    if start:
-        pid = memory.start_watcher()
+    if start or stop:
+        pid = memory.start_watcher() if start else memory.stop_watcher()
         if json_:
-            _print_json({"started": pid})
-        elif pid is None:
-            click.echo(f"a watcher is already running for {memory.store.root}")
+            _print_json({"started" if start else "stopped": pid})
         else:
-            click.echo(f"started a watcher for {memory.store.root} (pid {pid})")
-        return
-    if stop:
-        pid = memory.stop_watcher()
-        if json_:
-            _print_json({"stopped": pid})
-        elif pid is None:
-            click.echo(
-                f"no watcher is running for {memory.store.root}; none will start by itself "
-                "here until `kindling watch --start`"
-            )
-        else:
-            click.echo(
-                f"stopped the watcher of {memory.store.root} (pid {pid}); none will start "
-                "by itself here until `kindling watch --start`"
-            )
+            click.echo(_changed(memory.store.root, started=start, pid=pid))
         return
     if background:
         from kindling.errors import KindlingError
@@ -122,6 +105,18 @@ def watch_cmd(
     memory.watch(
         debounce_ms=debounce_ms, reconcile_every=reconcile_every, on_event=show, idle_exit=idle_exit
     )
+
+
+def _changed(root: object, *, started: bool, pid: int | None) -> str:
+    """What `watch --start` or `watch --stop` did, for a person."""
+    if started:
+        if pid is None:
+            return f"a watcher is already running for {root}"
+        return f"started a watcher for {root} (pid {pid})"
+    sticks = "none will start by itself here until `kindling watch --start`"
+    if pid is None:
+        return f"no watcher is running for {root}; {sticks}"
+    return f"stopped the watcher of {root} (pid {pid}); {sticks}"
 
 
 def _print_json(event: dict) -> None:
