@@ -269,6 +269,7 @@ def test_finding_a_watcher_outlives_its_store(tmp_path, stop_watchers, how):
     repo = make_clone(tmp_path / "scratch")
     store = repo / ".kindling"
     stop_watchers.append(store)
+    state = Store(store).state
     assert run(repo, "watch", "--start").returncode == 0
     pid = wait_for(lambda: watcher_pid(store), "the watcher")
     if how == "deleted":
@@ -277,7 +278,9 @@ def test_finding_a_watcher_outlives_its_store(tmp_path, stop_watchers, how):
         repo.rename(tmp_path / "elsewhere")
     wait_for(lambda: exited(pid), "the watcher to exit", timeout=15)
     time.sleep(1.5)  # a tick later still: nothing was made where the store was
-    assert not repo.exists()  # its state folder lived in repo/.git: nothing came back there
+    assert not repo.exists()
+    if how == "deleted":
+        assert not state.exists()  # it lived in repo/.git: nothing came back there
 
 
 def test_finding_watch_stop_does_not_stick(tmp_path, stop_watchers):
