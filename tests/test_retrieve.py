@@ -254,8 +254,31 @@ def test_no_stemming_conflation(store, mem):
     obs(store, "order", "order 66 shipped")
     obs(store, "locale", "locale file missing")
     obs(store, "local", "local branch deleted")
-    assert [i for i, _ in ranked(mem.search("ordering"))] == ["ordering"]
+    obs(store, "generic", "generic handler registered")
+    obs(store, "general", "general protection fault")
+    # Another inflection matches, for less than the word as typed.
+    assert [i for i, _ in ranked(mem.search("ordering"))] == ["ordering", "order"]
+    assert [i for i, _ in ranked(mem.search("order"))] == ["order", "ordering"]
+    # Words that merely share a stem never meet.
     assert [i for i, _ in ranked(mem.search("locale"))] == ["locale"]
+    assert [i for i, _ in ranked(mem.search("local"))] == ["local"]
+    assert [i for i, _ in ranked(mem.search("generic"))] == ["generic"]
+
+
+def test_inflections_of_plain_words_match(store, mem):
+    obs(store, "tokens", "the refresh tokens expired overnight")
+    obs(store, "failed", "the nightly build failed twice")
+    obs(store, "auth", "authentication is delegated to the gateway")
+    obs(store, "code", "TS2307 in loader.ts; buildTokens() undefined")
+    # `tokens` also is a part of the name buildTokens, so both are found.
+    assert [i for i, _ in ranked(mem.search("token"))] == ["tokens", "code"]
+    assert [i for i, _ in ranked(mem.search("failing"))] == ["failed"]
+    assert [i for i, _ in ranked(mem.search("authenticate"))] == ["auth"]
+    # Codes and names stay exact: TS2306 is another error, buildToken another name.
+    assert ranked(mem.search("TS2306")) == []
+    assert ranked(mem.search("buildToken")) == []
+    explained = mem.search("token", explain=True)["candidates"][0]["explain"]
+    assert explained["matched"]["token"]["in"] == "variant"
 
 
 def test_huge_pasted_queries_are_answered_by_their_rarest_terms(store, mem):

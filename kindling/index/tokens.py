@@ -29,10 +29,13 @@ class Term(NamedTuple):
     """One query term: the forms that count as a match, the whole form first.
 
     `forms` are token sequences (one token, or a phrase of parts); matching any one is a match.
+    `variants` are other inflections of a plain word (kindling.search.inflect) the store holds:
+    they match too, for less.
     """
 
     text: str
     forms: tuple[tuple[str, ...], ...]
+    variants: tuple[str, ...] = ()
 
 
 def words(text: str) -> list[str]:

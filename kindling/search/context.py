@@ -36,6 +36,8 @@ class TermSet:
                 for token in form:
                     self.exact.setdefault(token, term.text)
                     self.stems.setdefault(_stem_key(token), term.text)
+            for variant in term.variants:
+                self.exact.setdefault(variant, term.text)
         # Every matching word holds one of these: found by the regex engine, then checked.
         keys = sorted(set(self.stems) | set(self.exact), key=len, reverse=True)
         self.find = re.compile("|".join(map(re.escape, keys)), re.IGNORECASE) if keys else None

@@ -7,7 +7,9 @@ holding the term). A rare specific term (an error code, a function name) counts 
 than a common word, and a text matching one common word of a long pasted error covers little
 of it however short it is. Terms found nowhere in the store are left out of the sum: no
 candidate could match them. A term matches when any of its forms occurs (a phrase form as
-consecutive tokens), in the text or in the other spellings of its names.
+consecutive tokens), in the text or in the other spellings of its names; a text holding only
+another inflection of a plain word (`tokens` for `token`, kindling.search.inflect) matches
+it for VARIANT_WEIGHT of its idf, so the word as typed ranks first.
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ from typing import NamedTuple
 
 from kindling.index import Index
 from kindling.index.tokens import WORD, Term, index_extra
+from kindling.search.inflect import inflections
 
 # Distinct query terms whose rarity is looked up when a query has too many to search them all.
 RARITY_LOOKUPS = 512
+# What a match on another inflection of a word is worth, against the word itself.
+VARIANT_WEIGHT = 0.7
 
 
 _MARKS = re.compile(r"[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
@@ -53,7 +58,22 @@ class Weights(NamedTuple):
 
 
 def _form_tokens(term: Term) -> list[tuple[str, ...]]:
-    return [tuple(fold(t) for t in form) for form in term.forms]
+    forms = [tuple(fold(t) for t in form) for form in term.forms]
+    return forms + [(v,) for v in term.variants]
+
+
+def with_variants(index: Index, terms: list[Term]) -> list[Term]:
+    """The terms, each plain word with the other inflections of it that the store holds."""
+    wanted = {t.text: inflections(t.text) for t in terms if len(t.forms) == 1}
+    wanted = {text: forms for text, forms in wanted.items() if forms}
+    if not wanted:
+        return terms
+    _, df = index.document_frequencies(v for forms in wanted.values() for v in forms)
+    out = []
+    for term in terms:
+        held = tuple(v for v in wanted.get(term.text, ()) if df[v])
+        out.append(term._replace(variants=held) if held else term)
+    return out
 
 
 def frequencies(index: Index, terms: list[Term]) -> dict[str, int]:
@@ -96,12 +116,13 @@ def rarest(index: Index) -> Callable[[list[Term], int], list[Term]]:
 
 
 def matches(content: str, weights: Weights) -> dict[str, str]:
-    """The query terms `content` holds, each with where: 'text' or 'names' (another spelling)."""
+    """The query terms `content` holds, each with where: 'text', 'names' (another spelling of
+    a name) or 'variant' (another inflection of the word)."""
     found: dict[str, str] = {}
     names = None  # the other spellings are worked out only when a term needs them
     text = _tokens(content)
     for term in weights.terms:
-        phrases = [" " + " ".join(form) + " " for form in _form_tokens(term)]
+        phrases = [" " + " ".join(fold(t) for t in form) + " " for form in term.forms]
         if any(p in text for p in phrases):
             found[term.text] = "text"
             continue
@@ -109,6 +130,8 @@ def matches(content: str, weights: Weights) -> dict[str, str]:
             names = _tokens(index_extra(content))
         if any(p in names for p in phrases):
             found[term.text] = "names"
+        elif any(f" {v} " in text for v in term.variants):
+            found[term.text] = "variant"
     return found
 
 
@@ -117,4 +140,8 @@ def coverage(matched: dict[str, str], weights: Weights) -> float:
     total = weights.total
     if total <= 0:
         return 0.0
-    return min(1.0, sum(weights.idf[t] for t in matched) / total)
+    held = sum(
+        weights.idf[t] * (VARIANT_WEIGHT if where == "variant" else 1.0)
+        for t, where in matched.items()
+    )
+    return min(1.0, held / total)

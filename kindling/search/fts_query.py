@@ -72,10 +72,11 @@ def _quote(tokens: list[str] | tuple[str, ...]) -> str:
 
 
 def term_expression(term: Term) -> str:
-    """One term as FTS5: its only form, or all its forms OR-ed in parentheses."""
-    if len(term.forms) == 1:
-        return _quote(term.forms[0])
-    return "(" + " OR ".join(_quote(form) for form in term.forms) + ")"
+    """One term as FTS5: its only form, or all its forms (and variants) OR-ed in parentheses."""
+    forms = [*term.forms, *((v,) for v in term.variants)]
+    if len(forms) == 1:
+        return _quote(forms[0])
+    return "(" + " OR ".join(_quote(form) for form in forms) + ")"
 
 
 def plain_terms(text: str, keep: Keep | None = None) -> list[Term]:
@@ -89,10 +90,12 @@ def plain_terms(text: str, keep: Keep | None = None) -> list[Term]:
 
 def plain(text: str, keep: Keep | None = None) -> str | None:
     """An OR of the distinct terms of `text` (see plain_terms), or None when it has none."""
-    kept = plain_terms(text, keep)
-    if not kept:
-        return None
-    return " OR ".join(term_expression(t) for t in kept)
+    return any_of(plain_terms(text, keep))
+
+
+def any_of(terms: list[Term]) -> str | None:
+    """An OR of the terms, or None when there are none."""
+    return " OR ".join(term_expression(t) for t in terms) or None
 
 
 def looks_explicit(text: str) -> bool:

@@ -17,7 +17,7 @@ from kindling.index import Index
 from kindling.model import PLURAL, REDACTED_CONTENT
 from kindling.search import coverage, rank
 from kindling.search.context import TermSet, match_context
-from kindling.search.fts_query import Compiled, compile_query, plain_terms
+from kindling.search.fts_query import any_of, compile_query, plain_terms
 from kindling.search.request import SearchRequest, as_request
 
 PROVIDER = "local-fts"
@@ -96,7 +96,8 @@ def candidate_tier(
     """(number of candidates found, the best `max_results` of them with scores)."""
     text, max_results = request.query, request.max_results
     keep = coverage.rarest(index)
-    compiled: Compiled = compile_query(text, keep)
+    terms = coverage.with_variants(index, plain_terms(text, keep))
+    compiled = compile_query(text, keep)._replace(plain=any_of(terms))
     options = dict(scope=request.scope, kinds=request.kinds, since=request.since, exclude=exclude)
     total, hits = 0, []
     for expression in compiled:
@@ -119,7 +120,6 @@ def candidate_tier(
     extra = [h for found in reached.values() for h in found]
     entities = index.rows([h.rowid for h in (*hits, *extra)])
     contents = {rowid: entity["content"] for rowid, entity in entities.items()}
-    terms = plain_terms(text, keep)
     weights = coverage.weights(index, terms)
     # Only matches have a coverage; a conclusion reached through its episode did not match.
     matched = {h.rowid: coverage.matches(contents[h.rowid], weights) for h in hits}
