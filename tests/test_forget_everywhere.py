@@ -344,11 +344,15 @@ def test_a_forgotten_summary_is_never_the_current_summary_nor_found(memory):
     summary_id = memory.close_capsule(newer["id"], summary="rotated the staging key").entity[
         "summaryId"
     ]
-    assert memory.search("anything")["currentSummary"]["id"] == summary_id
+    assert memory.search("rotated staging key")["currentSummary"]["id"] == summary_id
+    assert memory.search("", scope={"sessionId": "s2"})["currentSummary"]["id"] == summary_id
     memory.forget(summary_id)
-    result = memory.search("redacted")
-    assert result["currentSummary"]["content"] == "the parser fix shipped"
-    assert all(c["entity"]["id"] != summary_id for c in result["candidates"])
+    for query in ("rotated staging key", "redacted"):
+        result = memory.search(query)
+        assert "currentSummary" not in result
+        assert all(c["entity"]["id"] != summary_id for c in result["candidates"])
+    assert "currentSummary" not in memory.search("", scope={"sessionId": "s2"})
+    assert memory.search("parser fix")["currentSummary"]["content"] == "the parser fix shipped"
 
 
 def test_an_imported_forget_leaves_no_copy_in_the_index_or_its_wal(tmp_path):

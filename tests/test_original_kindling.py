@@ -162,7 +162,9 @@ def test_imported_memory_searches_with_the_stored_repo_id(run, fixture, repo, qu
     found = orjson.loads(result.stdout_bytes)
     assert found["provenance"]["scopeIds"] == {"repoId": repo}
     assert found["pins"], "pins come back as pins"
-    summary = found["currentSummary"]
+    # The episode's summary comes first: as the current summary, or as a pin when pinned.
+    pinned = [p["target"] for p in found["pins"] if p["pin"]["targetType"] == "summary"]
+    summary = found.get("currentSummary") or pinned[0]
     assert summary["id"] in {s["id"] for s in load(fixture)["dataset"]["summaries"]}
     listed = run("list", "observations", "--repo", repo, "--json")
     assert len(orjson.loads(listed.stdout_bytes)) == len(load(fixture)["dataset"]["observations"])

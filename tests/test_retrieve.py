@@ -386,8 +386,28 @@ def test_current_summary_for_a_session_is_its_latest_opened_capsules(store, mem)
     result = mem.search("token", scope={"sessionId": "s1"})
     assert result["currentSummary"]["id"] == "sum_b"
     assert [c["entity"]["id"] for c in result["candidates"]] == ["sum_a"]  # not sum_b again
-    # Without a session: the most recently *closed* capsule with a summary.
-    assert mem.search("token")["currentSummary"]["id"] == "sum_a"
+    why = mem.search("token", scope={"sessionId": "s1"}, explain=True)["explain"]
+    assert why["currentSummary"] == {"rule": "session", "sessionId": "s1"}
+
+
+def test_current_summary_without_a_session_is_the_one_that_answers(store, mem):
+    fix = "Uploads failed with EntityTooSmall: multipart part size raised to 8 MiB"
+    summary(store, "sum_u", fix, "cap_u", sessionId="su")
+    summary(store, "sum_b", "Renamed the billing export columns", "cap_b", sessionId="sb")
+    capsule(store, "cap_u", opened=NOW - 100, closed=NOW - 90, summary_id="sum_u", sessionId="su")
+    capsule(store, "cap_b", opened=NOW - 50, closed=NOW - 40, summary_id="sum_b", sessionId="sb")
+    obs(store, "err", "PUT part 3 -> 400 EntityTooSmall", kind="error", sessionId="su")
+    obs(store, "other", "the upload page has a new icon", sessionId="sx")
+    result = mem.search("EntityTooSmall when uploading", explain=True)
+    assert result["currentSummary"]["id"] == "sum_u"  # not the latest closed, sum_b
+    assert "sum_u" not in [c["entity"]["id"] for c in result["candidates"]]
+    why = result["explain"]["currentSummary"]
+    assert why["rule"] == "best answer" and why["coverage"] >= why["threshold"]
+    assert mem.search("billing export")["currentSummary"]["id"] == "sum_b"
+    # Nothing relevant: no current summary at all, and explain says so.
+    unrelated = mem.search("kubernetes ingress annotations", explain=True)
+    assert "currentSummary" not in unrelated
+    assert unrelated["explain"]["currentSummary"]["rule"] == "none above threshold"
 
 
 def test_current_summary_ties_break_by_id(store, mem):
@@ -396,7 +416,7 @@ def test_current_summary_ties_break_by_id(store, mem):
     capsule(store, "cap_2", opened=NOW, closed=NOW, summary_id="sum_x", sessionId="s")
     capsule(store, "cap_1", opened=NOW, closed=NOW, summary_id="sum_y", sessionId="s")
     assert mem.search("", scope={"sessionId": "s"})["currentSummary"]["id"] == "sum_y"
-    assert mem.search("")["currentSummary"]["id"] == "sum_y"
+    assert "currentSummary" not in mem.search("")  # no session and nothing asked: none
 
 
 def test_summaries_are_candidates_and_scope_is_exact(store, mem):
@@ -424,14 +444,15 @@ def test_kind_and_since_filters(store, mem):
 def test_empty_query_returns_pins_and_summary_only(store, mem):
     obs(store, "o", "anything")
     pin(store, "pin_1", "o")
-    summary(store, "sum_1", "anything", "cap_1")
-    capsule(store, "cap_1", opened=NOW, closed=NOW, summary_id="sum_1")
+    summary(store, "sum_1", "anything", "cap_1", sessionId="s")
+    capsule(store, "cap_1", opened=NOW, closed=NOW, summary_id="sum_1", sessionId="s")
     for query in ("", "   ", "?!", '"'):
-        result = mem.search(query)
+        result = mem.search(query, scope={"sessionId": "s"})
         assert [p["pin"]["id"] for p in result["pins"]] == ["pin_1"]
         assert result["currentSummary"]["id"] == "sum_1"
         assert result["candidates"] == []
         assert result["provenance"]["totalCandidates"] == 0
+        assert "currentSummary" not in mem.search(query)  # nothing asked, nothing answers
 
 
 def test_result_shape(store, mem):

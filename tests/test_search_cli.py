@@ -98,7 +98,7 @@ def story(store_dir, monkeypatch):
 
 
 EXPECTED = """\
-Search Results for: "authentication error auth tokens"
+Search Results for: "JWT expiration auth tokens"
 ==================================================
 
 Pins (1):
@@ -117,12 +117,12 @@ sum_1b2c (confidence: 0.85)
 
 Candidates (2):
 
-1. 5f1c0d2e-0000-4000-8000-000000000001 (score: 0.35)
+1. 5f1c0d2e-0000-4000-8000-000000000001 (score: 0.20)
    Type: observation
    Content: auth middleware rejects valid tokens after the upgrade
    Time: 2025-06-18 10:41:04
 
-2. 77aa0d2e-0000-4000-8000-000000000002 (score: 0.07)
+2. 77aa0d2e-0000-4000-8000-000000000002 (score: 0.03)
    Type: observation
    Content: npm test -- auth
             all 42 auth tests pass
@@ -131,7 +131,7 @@ Candidates (2):
 
 
 def test_human_output_groups_the_tiers(story, run):
-    result = run("search", "authentication error auth tokens")
+    result = run("search", "JWT expiration auth tokens")
     assert result.exit_code == 0, result.output
     assert result.stdout == EXPECTED
     assert result.stderr == ""
@@ -182,7 +182,11 @@ def test_explain_in_json_only_when_asked(story, run):
         "kindWeight",
         "episodeFrom",
         "matched",
+        "supersession",
+        "fixedBy",
+        "supersededBy",
     }
+    assert asked["explain"]["currentSummary"]["rule"] in ("best answer", "none above threshold")
     plain = json.loads(run("search", "auth tokens", "--json").stdout)
     assert all("explain" not in c for c in plain["candidates"])
     for with_parts, without in zip(asked["candidates"], plain["candidates"], strict=True):

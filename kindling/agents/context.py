@@ -13,8 +13,8 @@ import re
 from typing import Any
 
 from kindling.agents.payload import one_line, short_id, when
-from kindling.agents.records import hook_of, subject_of
 from kindling.errors import KindlingError
+from kindling.index.traits import hook_of, subject_of
 from kindling.repo_identity import RepoIdentity
 
 # The session-start context stays under this many characters (Claude Code caps added context

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kindling.agents.payload import SOURCE, cut, one_line
-from kindling.agents.records import hook_of, subject_of
 from kindling.clock import now_ms
 from kindling.errors import KindlingError
+from kindling.index.traits import hook_of, subject_of
 
 STALE_AFTER_MS = 4 * 60 * 60 * 1000  # four hours without a new observation
 MAX_SUMMARY_CHARS = 6_000

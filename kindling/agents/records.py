@@ -40,19 +40,6 @@ class Record(NamedTuple):
     provenance: dict
 
 
-def hook_of(observation: dict) -> str | None:
-    """The hook event that recorded an observation, when a hook did."""
-    prov = observation.get("provenance")
-    return prov.get("hook") if isinstance(prov, dict) else None
-
-
-def subject_of(observation: dict) -> str | None:
-    """What a recorded tool call ran or touched (`provenance.subject`), when it says."""
-    prov = observation.get("provenance")
-    value = prov.get("subject") if isinstance(prov, dict) else None
-    return value if isinstance(value, str) else None
-
-
 def _rel(path: str, root: Path) -> str:
     try:
         return str(Path(path).relative_to(root))

@@ -99,12 +99,17 @@ def render(result: dict) -> str:
             if pin["reason"]:
                 lines.append(f"   Note: {_content(pin['reason'])}")
     summary = result.get("currentSummary")
+    why = (result.get("explain") or {}).get("currentSummary")
     if summary is not None:
         lines += ["", "Current Summary:", ""]
         lines.append(f"{summary['id']} (confidence: {summary['confidence']:.2f})")
         lines.append(f"   Content: {_content(summary['content'])}")
         lines.append(f"   Capsule: {summary['capsuleId']}")
         lines.append(f"   Time: {format_time(summary['ts'])}")
+        if why is not None:
+            lines.append(f"   Why: {summary_reason(why)}")
+    elif why is not None:
+        lines += ["", f"Current Summary: none ({summary_reason(why)})"]
     candidates = result["candidates"]
     if candidates:
         lines += ["", f"Candidates ({len(candidates)}):"]
@@ -115,11 +120,26 @@ def render(result: dict) -> str:
             lines.append(f"   Type: {etype}")
             lines.append(f"   Content: {_content(entity['content'])}")
             lines.append(f"   Time: {format_time(entity['ts'])}")
+            if item.get("supersededBy"):
+                lines.append(f"   Superseded by: {item['supersededBy']}")
             if "explain" in item:
                 lines += explain_lines(item["score"], item["explain"])
     if not pins and summary is None and not candidates:
         lines += ["", "No results."]
     return "\n".join(lines) + "\n"
+
+
+def summary_reason(why: dict) -> str:
+    """Why a search shows its current summary, or none, in one line."""
+    if why["rule"] == "session":
+        return f"the latest summarised capsule of session {why['sessionId']}"
+    if why["rule"] == "best answer":
+        via = f", through {why['episodeFrom']}" if why.get("episodeFrom") else ""
+        return (
+            f"the best-scoring summary that answers the query (coverage {why['coverage']:.2f}"
+            f" >= {why['threshold']:.2f}{via}) and that no later episode superseded"
+        )
+    return f"no summary answers the query with coverage >= {why['threshold']:.2f}"
 
 
 def explain_lines(score: float, parts: dict) -> list[str]:
@@ -131,12 +151,15 @@ def explain_lines(score: float, parts: dict) -> list[str]:
     lines = [
         f"   Matched: {matched or 'none'}",
         f"   Score {score:.4f} = relevance {parts['relevance']:.4f}"
-        f" + episode {parts['episode']:.4f} + recency {parts['recency']:.4f}",
+        f" + episode {parts['episode']:.4f} + recency {parts['recency']:.4f}"
+        + (f" - superseded {-parts['supersession']:.4f}" if parts["supersession"] else ""),
         f"   Relevance: coverage {parts['coverage']:.2f}, {bm25},"
         f" kind weight {parts['kindWeight']:.2f}",
     ]
     if parts["episodeFrom"]:
         lines.append(f"   Episode: follows from {parts['episodeFrom']}")
+    if parts["fixedBy"]:
+        lines.append(f"   Fixed by: {parts['fixedBy']}")
     return lines
 
 

@@ -11,7 +11,8 @@ from collections.abc import Iterable
 
 import orjson
 
-from kindling.index import schema
+from kindling.index import episodes, schema
+from kindling.index.episodes import Episode, Step
 from kindling.index.scan import ObjectPaths
 from kindling.index.schema import Hit, Problem
 from kindling.model import ENTITY_TYPES
@@ -122,17 +123,17 @@ class IndexReader:
         sql = f"""
             WITH m AS MATERIALIZED (
                 SELECT e.rowid AS rid, e.type AS type, e.id AS id, e.time AS ts, e.kind AS kind,
-                       e.session AS session, bm25(fts) AS b
+                       e.session AS session, e.role AS role, bm25(fts) AS b
                 FROM fts CROSS JOIN entities e ON e.rowid = fts.rowid
                 WHERE fts MATCH ? AND ({where})
             )
-            SELECT rid, type, id, ts, kind, session, b, (SELECT count(*) FROM m) FROM m
+            SELECT rid, type, id, ts, kind, session, role, b, (SELECT count(*) FROM m) FROM m
             ORDER BY b, ts DESC, id, type
             LIMIT ?
         """
         rows = self.conn.execute(sql, [fts_query, *params, limit]).fetchall()
-        total = rows[0][7] if rows else 0
-        return total, [Hit(*r[:7]) for r in rows]
+        total = rows[0][8] if rows else 0
+        return total, [Hit(*r[:8]) for r in rows]
 
     def document_frequencies(self, tokens: Iterable[str]) -> tuple[int, dict[str, int]]:
         """(indexed texts in all, how many of them hold each token, as the index stores it)."""
@@ -144,39 +145,34 @@ class IndexReader:
             found[token] = row[0] if row else 0
         return total, found
 
-    def episode(
+    def episodes(self, around: Iterable[tuple[str, int, str]], limit: int) -> dict[str, Episode]:
+        """The episodes around steps ((session, ts, id), best first): kindling.index.episodes."""
+        return episodes.load(self.conn, around, limit=limit)
+
+    def fixed_later(self, errors: Iterable[Step]) -> dict[int, str]:
+        """Errors a later success on their subject fixed (kindling.index.episodes)."""
+        return episodes.fixed_later(self.conn, errors)
+
+    def searchable_among(
         self,
-        hit: Hit,
+        rowids: Iterable[int],
         *,
-        reach: int,
-        backward: bool,
         scope: dict | None = None,
         kinds: list[str] | None = None,
         since: int | None = None,
         exclude: Iterable[tuple[str, str]] = (),
-    ) -> list[Hit]:
-        """The conclusions of `hit`'s session it reaches: the next `reach` findings/diffs and
-        the next summary, and with `backward` the `reach` findings/diffs before it."""
-        if hit.session is None:
-            return []
+    ) -> set[int]:
+        """Those of `rowids` that are searchable in scope, minus `exclude`."""
+        wanted = sorted(set(rowids))
+        if not wanted:
+            return set()
         where, params = self._searchable(scope=scope, kinds=kinds, since=since, exclude=exclude)
-        found = "e.type = 'observations' AND e.kind IN ('file_diff', 'message') AND e.redacted = 0"
-        asks = [
-            (found, ">", "e.time, e.id", reach),
-            ("e.type = 'summaries'", ">", "e.time, e.id", 1),
-        ]
-        if backward:
-            asks.append((found, "<", "e.time DESC, e.id DESC", reach))
-        out = []
-        for what, direction, order, limit in asks:
-            sql = (
-                "SELECT e.rowid, e.type, e.id, e.time, e.kind, e.session, 0.0 FROM entities e "
-                f"WHERE e.session = ? AND (e.time, e.id) {direction} (?, ?) AND {what} "
-                f"AND ({where}) ORDER BY {order} LIMIT ?"
-            )
-            args = [hit.session, hit.ts, hit.id, *params, limit]
-            out.extend(Hit(*r) for r in self.conn.execute(sql, args))
-        return [h for h in out if h.rowid != hit.rowid]
+        marks = ", ".join("?" * len(wanted))
+        sql = (
+            f"SELECT e.rowid FROM entities e JOIN fts ON fts.rowid = e.rowid "
+            f"WHERE e.rowid IN ({marks}) AND ({where})"
+        )
+        return {r[0] for r in self.conn.execute(sql, [*wanted, *params])}
 
     def _searchable(
         self,

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from kindling import canonical
 from kindling.index.tokens import searchable
+from kindling.index.traits import traits
 from kindling.model import ENTITY_TYPES, REDACTED_CONTENT, SCOPE_NAMES
 from kindling.store import (
     Problem,  # noqa: F401 - part of the index API
@@ -48,6 +49,7 @@ class Hit(NamedTuple):
     ts: int
     kind: str | None
     session: str | None
+    role: str | None
     bm25: float
 
 
@@ -65,7 +67,7 @@ class FileRead(NamedTuple):
 
 
 # Bump on any change to the tables below; an index with another PRAGMA user_version is rebuilt.
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 # A file (or folder) whose mtime or ctime is this close to the moment its stat data was taken
 # may change again within the same timestamp tick without its stat data changing, so it is
@@ -107,6 +109,10 @@ CREATE TABLE entities (
     target_type TEXT,
     target_id TEXT,
     expires_at INTEGER,
+    subject TEXT,                    -- what an observation ran or touched (index.traits)
+    signature TEXT,                  -- an error's normalised message
+    role TEXT,                       -- 'prompt', 'marker' or NULL
+    file TEXT,                       -- the file a diff changed
     shadowed INTEGER NOT NULL DEFAULT 0,   -- another file holds the same id and wins
     json BLOB NOT NULL
 );
@@ -139,15 +145,17 @@ CREATE INDEX entities_by_time ON entities(type, time DESC, id);
 CREATE INDEX entities_by_session ON entities(session, type, time, id, kind, redacted, shadowed)
     WHERE session IS NOT NULL;
 CREATE INDEX files_with_problems ON files(path) WHERE problem IS NOT NULL;
+CREATE INDEX entities_by_subject ON entities(subject, time) WHERE subject IS NOT NULL;
 """
 
 SCOPE_COLUMNS = SCOPE_NAMES  # scopeIds key -> column
 
 ENTITY_COLUMNS = (
     "rowid, type, id, time, kind, status, redacted, session, repo, agent, user, task, "
-    "closed_at, summary_id, target_type, target_id, expires_at, json"
+    "closed_at, summary_id, target_type, target_id, expires_at, subject, signature, role, file, "
+    "json"
 )
-INSERT_ENTITY = f"INSERT OR REPLACE INTO entities({ENTITY_COLUMNS}) VALUES ({', '.join('?' * 18)})"
+INSERT_ENTITY = f"INSERT OR REPLACE INTO entities({ENTITY_COLUMNS}) VALUES ({', '.join('?' * 22)})"
 BULK_ENTITY = INSERT_ENTITY.replace("INSERT OR REPLACE", "INSERT")
 
 # SQL that sorts entity types in the order a walk visits them.
@@ -185,6 +193,7 @@ def entity_row(rowid: int, entity_type: str, entity: dict) -> tuple[Any, ...]:
         entity.get("targetType"),
         entity.get("targetId"),
         entity.get("expiresAt"),
+        *traits(entity_type, entity),
         canonical.encode_compact(entity),
     )
 

@@ -1,22 +1,31 @@
-"""How candidates are scored: relevance, the episode they belong to, and a little recency.
+"""How candidates are scored: relevance, the episode they answer, recency, and supersession.
 
-    score     = relevance + episode + recency                  (each part >= 0, sum <= 1)
+    score     = (relevance + episode + recency) * (1 - SUPERSEDED_CUT if superseded)
     strength  = coverage * (1 + s / (s + K)) / 2               s = -bm25, the FTS5 match
     relevance = W_RELEVANCE * kind_weight * strength
-    episode   = W_EPISODE * strength of the best hit of its session that reaches it (below)
+    episode   = W_EPISODE * strength of the best match whose episode it answers (below)
     recency   = W_RECENCY * max(0, 1 - age / 30 days)
 
 Coverage (kindling.search.coverage) is the idf-weighted share of the query's terms an entity
 holds, so rare specific terms outweigh common ones and one common word of a pasted error is
 worth little. bm25 (term frequency, text length) moves a match within the upper half of its
 coverage: s / (s + K) maps it to [0, 1) on one fixed curve, so a weak match stays weak however
-good or bad the other matches are, and a term most texts hold (bm25 near 0 in a small store)
-still counts by its coverage. Conclusions (summaries, findings, diffs) weigh
-fully; raw output (errors, commands, tool calls) less, since it states a problem, not its
-answer. A hit passes its strength on to the conclusions that followed it in its session (the
-next few findings and diffs, and the next summary), and a conclusion that is a hit to the
-findings and diffs just before it: pasting an error finds the fix. Recency only breaks
-near-ties. Everything is arithmetic on stored values, so results reproduce.
+good or bad the other matches are.
+
+What an entity is decides its kind weight: conclusions (summaries, diffs, what the agent
+reported) weigh fully; raw output (errors, commands, tool calls) less, since it states a
+problem, not its answer; an error that was fixed, and a diff the same failure came back
+after (a failed attempt), less again; what a person asked and session bookkeeping least.
+
+Episodes (kindling.index.episodes) carry a match to its answer: a match passes its strength
+on to the conclusions of its session that answer it (the summary, the fix of a fixed error,
+the findings after it), so pasting an error finds the fix, above the error itself.
+
+Supersession: when two episodes of the same repository both answer the query (each within
+SUPERSEDE_SHARE of the best) and address the same problem (an error signature or a changed
+file in common), the later one supersedes the earlier: the earlier one's entities lose
+SUPERSEDED_CUT of their score and name what superseded them. Recency only breaks near-ties.
+Everything is arithmetic on stored values, so results reproduce.
 """
 
 from __future__ import annotations
@@ -24,24 +33,29 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kindling.index import Hit
+from kindling.index import Episode, Hit, Step
 
 # bm25 at which a match is half saturated: about one rare term's worth.
 K = 8.0
 W_RELEVANCE = 0.55
-# About W_RELEVANCE times the raw kinds' weight: a conclusion reached from an error starts
-# level with that error, and its own words decide which comes first.
+# Above W_RELEVANCE times the raw kinds' weight: a conclusion reached from an error ranks
+# above that error, and its own words decide the order among conclusions.
 W_EPISODE = 0.4
 W_RECENCY = 0.05
 RECENCY_WINDOW_MS = 30 * 24 * 60 * 60 * 1000
 # Raw output states a problem; a finding, a diff or a summary states what was concluded.
-KIND_WEIGHT = {"error": 0.7, "command": 0.7, "tool_call": 0.7}
-CONCLUSION_KINDS = ("file_diff", "message")
-# How far a hit's strength reaches in its session: the next this many findings/diffs and the
-# next summary; for a hit that is itself a conclusion, also this many findings/diffs before it.
+RAW_WEIGHT = 0.6
+SPENT_WEIGHT = 0.45  # an error that was fixed, a failed attempt
+ASKED_WEIGHT = 0.3  # a person's prompt, a session marker
+RAW_KINDS = ("error", "command", "tool_call")
+# How many conclusions a match reaches on each side of it in its session.
 EPISODE_REACH = 4
-# Only the best hits (by bm25) pass strength on: their sessions are looked up.
+# Only the best matches (by bm25) pass strength on, from at most EPISODES sessions.
 EPISODE_SOURCES = 30
+EPISODES = 12
+# Supersession: both episodes answer the query at least this share of the best one's score.
+SUPERSEDE_SHARE = 0.6
+SUPERSEDED_CUT = 0.5
 
 
 @dataclass
@@ -55,10 +69,22 @@ class Scored:
     kind_weight: float = 1.0
     matched: bool = False
     episode_from: str | None = None
+    episode_rowid: int | None = None
+    fixed_by: str | None = None
+    superseded_by: str | None = None
+
+    @property
+    def unsuperseded(self) -> float:
+        return self.relevance + self.episode + self.recency
+
+    @property
+    def supersession(self) -> float:
+        """The (negative) part supersession takes off the score."""
+        return -SUPERSEDED_CUT * self.unsuperseded if self.superseded_by else 0.0
 
     @property
     def score(self) -> float:
-        return round_score(self.relevance + self.episode + self.recency)
+        return round_score(self.unsuperseded + self.supersession)
 
 
 def round_score(x: float) -> float:
@@ -77,43 +103,118 @@ def recency(ts: int, now: int) -> float:
     return max(0.0, min(1.0, 1 - (now - ts) / RECENCY_WINDOW_MS))
 
 
-def kind_weight(hit: Hit) -> float:
-    return KIND_WEIGHT.get(hit.kind or "", 1.0)
-
-
-def is_conclusion(hit: Hit) -> bool:
-    return hit.type == "summaries" or hit.kind in CONCLUSION_KINDS
-
-
 def strength(bm25: float, covered: float) -> float:
     """How well one entity matches the query, in [0, 1): coverage, moved by bm25."""
     return covered * (1 + saturate(bm25)) / 2
 
 
+def as_hit(step: Step) -> Hit:
+    return Hit(step.rowid, step.type, step.id, step.ts, step.kind, step.session, step.role, 0.0)
+
+
+class Story:
+    """The episodes around the matches, and what they say of each entity."""
+
+    def __init__(self, episodes: dict[str, Episode], fixed_later: dict[int, str]) -> None:
+        self.episodes = episodes
+        self.fixed_later = fixed_later
+        self.steps: dict[int, tuple[Episode, Step]] = {}
+        for episode in episodes.values():
+            for step in (*episode.steps, *([episode.summary] if episode.summary else [])):
+                self.steps[step.rowid] = (episode, step)
+
+    def fixed_by(self, rowid: int) -> str | None:
+        found = self.steps.get(rowid)
+        if found is not None and rowid in found[0].fixed:
+            return found[0].fixed[rowid].id
+        return self.fixed_later.get(rowid)
+
+    def attempt(self, rowid: int) -> bool:
+        found = self.steps.get(rowid)
+        return found is not None and rowid in found[0].attempts
+
+    def kind_weight(self, hit: Hit) -> float:
+        if hit.role is not None:
+            return ASKED_WEIGHT
+        if self.attempt(hit.rowid) or (hit.kind == "error" and self.fixed_by(hit.rowid)):
+            return SPENT_WEIGHT
+        return RAW_WEIGHT if hit.kind in RAW_KINDS else 1.0
+
+    def answers(self, hit: Hit) -> list[Step]:
+        found = self.steps.get(hit.rowid)
+        return found[0].answers(found[1], EPISODE_REACH) if found else []
+
+
 def score_hits(
-    hits: list[Hit], reached: dict[int, list[Hit]], covered: dict[int, float], now: int
+    hits: list[Hit], story: Story, covered: dict[int, float], now: int, allowed: set[int]
 ) -> list[Scored]:
-    """Every matched hit and every conclusion it reaches (`reached`: by hit rowid), scored,
-    best first."""
+    """Every matched hit and every conclusion it reaches that is `allowed`, scored, best first."""
     scored: dict[int, Scored] = {}
     strengths = {hit.rowid: strength(hit.bm25, covered.get(hit.rowid, 0.0)) for hit in hits}
     for hit in hits:
-        weight = kind_weight(hit)
+        weight = story.kind_weight(hit)
         scored[hit.rowid] = Scored(
-            hit, W_RELEVANCE * weight * strengths[hit.rowid], kind_weight=weight, matched=True
+            hit,
+            W_RELEVANCE * weight * strengths[hit.rowid],
+            kind_weight=weight,
+            matched=True,
+            fixed_by=story.fixed_by(hit.rowid) if hit.kind == "error" else None,
         )
     for source in hits[:EPISODE_SOURCES]:
         passed = W_EPISODE * strengths[source.rowid]
-        for target in reached.get(source.rowid, ()):
-            item = scored.get(target.rowid)
+        for step in story.answers(source):
+            if step.rowid not in allowed and step.rowid not in strengths:
+                continue
+            item = scored.get(step.rowid)
             if item is None:
-                item = scored[target.rowid] = Scored(target, kind_weight=kind_weight(target))
+                target = as_hit(step)
+                item = scored[step.rowid] = Scored(target, kind_weight=story.kind_weight(target))
             if passed > item.episode:
                 item.episode = passed
                 item.episode_from = source.id
+                item.episode_rowid = source.rowid
     for item in scored.values():
         item.recency = W_RECENCY * recency(item.hit.ts, now)
+    supersede(scored, story)
     return sorted(scored.values(), key=order)
+
+
+def supersede(scored: dict[int, Scored], story: Story) -> None:
+    """Mark the entities of every episode a later one of the same repository supersedes."""
+    best: dict[str, float] = {}
+    for item in scored.values():
+        session = item.hit.session
+        if session in story.episodes:
+            best[session] = max(best.get(session, 0.0), item.unsuperseded)
+    if not best:
+        return
+    top = max(best.values())
+    answering = [story.episodes[s] for s, value in best.items() if value >= SUPERSEDE_SHARE * top]
+    answering.sort(key=lambda e: (e.start, e.session))
+    by: dict[str, str] = {}
+    for n, earlier in enumerate(answering):
+        for later in reversed(answering[n + 1 :]):  # the latest one that qualifies
+            if later.repo != earlier.repo or later.start <= earlier.start:
+                continue
+            if not (earlier.signatures & later.signatures or earlier.files & later.files):
+                continue
+            ahead = later.conclusions()
+            if ahead:
+                by[earlier.session] = _representative(later, ahead, scored)
+                break
+    for item in scored.values():
+        if item.hit.session in by:
+            item.superseded_by = by[item.hit.session]
+
+
+def _representative(episode: Episode, conclusions: list[Step], scored: dict[int, Scored]) -> str:
+    """What to name as superseding: the episode's summary, else its best-scored conclusion."""
+    if episode.summary is not None:
+        return episode.summary.id
+    ranked = [c for c in conclusions if c.rowid in scored]
+    if ranked:
+        return max(ranked, key=lambda c: (scored[c.rowid].unsuperseded, c.ts)).id
+    return conclusions[0].id
 
 
 def order(item: Scored) -> tuple:

@@ -25,6 +25,10 @@ PROVIDER = "local-fts"
 # can reorder them, few enough that scoring costs the same at any store size. A --max up to
 # POOL therefore always returns a prefix of a larger one.
 POOL = 100
+# A summary becomes the current summary when it, or the match its episode came from, holds at
+# least this share of the query's weight: an answer's episode holds most of a question's rare
+# words, a summary sharing one common word little of them.
+SUMMARY_MIN = 0.5
 # The token estimate: characters of the compact JSON of the result per token.
 CHARS_PER_TOKEN = 4
 
@@ -36,18 +40,23 @@ def retrieve(
 
     `request` is a SearchRequest, or a query whose keyword options build one (see
     SearchRequest.checked). With `explain`, every candidate also has "explain": the parts
-    of its score.
+    of its score, and the result says why its current summary was chosen.
     """
     request = as_request(request, options)
     now = now_ms() if now is None else now
     scope = request.scope
     with index.snapshot():
         pins = pin_tier(index, scope, now, include_redacted=request.include_redacted)
-        summary = current_summary(index, scope)
         exclude = {(PLURAL[p["pin"]["targetType"]], p["target"]["id"]) for p in pins}
+        summary = current_summary(index, scope) if "sessionId" in scope else None
         if summary is not None:
             exclude.add(("summaries", summary["id"]))
-        total, candidates = candidate_tier(index, request, exclude, now)
+        ranked = candidate_tier(index, request, exclude, now)
+        if "sessionId" in scope:
+            why = {"rule": "session", "sessionId": scope["sessionId"]}
+        else:
+            summary, why = ranked.take_summary(index)
+    candidates = ranked.candidates(request.max_results)
     result: dict = {"pins": pins}
     if summary is not None:
         result["currentSummary"] = summary
@@ -55,11 +64,13 @@ def retrieve(
     result["provenance"] = {
         "query": request.query,
         "scopeIds": dict(scope),
-        "totalCandidates": total,
+        "totalCandidates": ranked.total,
         "returnedCandidates": len(candidates),
         "truncatedDueToTokenBudget": False,
         "providerUsed": PROVIDER,
     }
+    if request.explain:
+        result["explain"] = {"currentSummary": why}
     if request.max_tokens is not None:
         fit_budget(result, request.max_tokens)
     return result
@@ -81,20 +92,91 @@ def pin_tier(index: Index, scope: dict, now: int, *, include_redacted: bool = Fa
 
 
 def current_summary(index: Index, scope: dict) -> dict | None:
-    """The session's latest-opened summarised capsule's summary, else the latest-closed one's."""
-    by = "opened" if "sessionId" in scope else "closed"
-    for capsule in index.summarised_capsules(scope, by=by):
+    """The session's latest-opened summarised capsule's summary (a scope with a sessionId)."""
+    for capsule in index.summarised_capsules(scope, by="opened"):
         found = index.get(capsule["summaryId"], "summaries")
         if found is not None and found.entity["content"] != REDACTED_CONTENT:
             return found.entity  # a forgotten summary says nothing worth showing first
     return None
 
 
+def names_it(index: Index, summary: dict) -> bool:
+    """Whether the summary's capsule names it as its summary (it is no orphan)."""
+    found = index.get(summary["capsuleId"], "capsules")
+    return found is not None and found.entity.get("summaryId") == summary["id"]
+
+
+class Ranked:
+    """The scored candidates of one search, best first, before they are cut to size."""
+
+    def __init__(self, request: SearchRequest, total: int = 0) -> None:
+        self.request = request
+        self.total = total
+        self.items: list[rank.Scored] = []
+        self.entities: dict[int, dict] = {}
+        self.contents: dict[int, str] = {}
+        self.matched: dict[int, dict[str, str]] = {}
+        self.covered: dict[int, float] = {}
+        self.weights: coverage.Weights | None = None
+        self.terms: TermSet | None = None
+
+    def answered(self, item: rank.Scored) -> float:
+        """How much of the query an item or the match its episode came from holds."""
+        covered = self.covered.get(item.hit.rowid, 0.0)
+        if item.episode_rowid is not None:
+            covered = max(covered, self.covered.get(item.episode_rowid, 0.0))
+        return covered
+
+    def take_summary(self, index: Index) -> tuple[dict | None, dict]:
+        """The summary that best answers the query, taken out of the candidates: the best
+        scored one its capsule names, that no later episode superseded, and that (or the
+        match its episode came from) holds at least SUMMARY_MIN of the query (idf-weighted
+        coverage); and why."""
+        for item in self.items:
+            if item.hit.type != "summaries" or item.superseded_by:
+                continue
+            answered = self.answered(item)
+            if answered < SUMMARY_MIN or not names_it(index, self.entities[item.hit.rowid]):
+                continue
+            self.items.remove(item)
+            self.total -= 1
+            why = {
+                "rule": "best answer",
+                "score": item.score,
+                "coverage": answered,
+                "threshold": SUMMARY_MIN,
+                "summaryId": item.hit.id,
+            }
+            if item.episode_from:
+                why["episodeFrom"] = item.episode_from
+            return self.entities[item.hit.rowid], why
+        return None, {"rule": "none above threshold", "threshold": SUMMARY_MIN}
+
+    def candidates(self, limit: int) -> list[dict]:
+        """The best `limit` candidates (near-duplicates shown once), as the result has them."""
+        out = []
+        for item in rank.dedupe(self.items, self.contents, limit):
+            rowid = item.hit.rowid
+            candidate: dict = {"entity": self.entities[rowid], "score": item.score}
+            if self.terms is not None:
+                context = match_context(self.contents[rowid], self.terms)
+                if context:
+                    candidate["matchContext"] = context
+            if item.superseded_by:
+                candidate["supersededBy"] = item.superseded_by
+            if self.request.explain and self.weights is not None:
+                found = self.matched.get(rowid, {})
+                covered = self.covered.get(rowid, 0.0)
+                candidate["explain"] = explanation(item, found, self.weights, covered)
+            out.append(candidate)
+        return out
+
+
 def candidate_tier(
     index: Index, request: SearchRequest, exclude: set[tuple[str, str]], now: int
-) -> tuple[int, list[dict]]:
-    """(number of candidates found, the best `max_results` of them with scores)."""
-    text, max_results = request.query, request.max_results
+) -> Ranked:
+    """Every candidate the query finds, scored (see kindling.search.rank)."""
+    text = request.query
     keep = coverage.rarest(index)
     terms = coverage.with_variants(index, plain_terms(text, keep))
     compiled = compile_query(text, keep)._replace(plain=any_of(terms))
@@ -104,42 +186,37 @@ def candidate_tier(
         if expression is None:
             continue
         try:
-            total, hits = index.match(expression, limit=max(POOL, max_results), **options)
+            total, hits = index.match(expression, limit=max(POOL, request.max_results), **options)
         except sqlite3.OperationalError:
             continue  # not valid FTS5 after all: try the plain words instead
         if hits:
             break  # syntax that finds nothing falls back to the words too
+    ranked = Ranked(request, total)
     if not hits:
-        return 0, []
-    reached = {
-        hit.rowid: index.episode(
-            hit, reach=rank.EPISODE_REACH, backward=rank.is_conclusion(hit), **options
-        )
-        for hit in hits[: rank.EPISODE_SOURCES]
-    }
-    extra = [h for found in reached.values() for h in found]
-    entities = index.rows([h.rowid for h in (*hits, *extra)])
+        return ranked
+    sources = hits[: rank.EPISODE_SOURCES]
+    episodes = index.episodes(((h.session, h.ts, h.id) for h in sources), rank.EPISODES)
+    stories = rank.Story(episodes, {})
+    unfixed = [
+        stories.steps[h.rowid][1]
+        for h in sources
+        if h.kind == "error" and h.rowid in stories.steps and not stories.fixed_by(h.rowid)
+    ]
+    story = rank.Story(episodes, index.fixed_later(unfixed))
+    reached = {s.rowid for h in sources for s in story.answers(h)} - {h.rowid for h in hits}
+    allowed = index.searchable_among(reached, **options)
+    entities = index.rows([h.rowid for h in hits] + sorted(allowed))
     contents = {rowid: entity["content"] for rowid, entity in entities.items()}
     weights = coverage.weights(index, terms)
     # Only matches have a coverage; a conclusion reached through its episode did not match.
     matched = {h.rowid: coverage.matches(contents[h.rowid], weights) for h in hits}
     covered = {rowid: coverage.coverage(found, weights) for rowid, found in matched.items()}
-    scored = rank.score_hits(hits, reached, covered, now)
-    total += sum(1 for item in scored if not item.matched)
-    best = rank.dedupe(scored, contents, max_results)
-    lookup = TermSet(terms)
-    candidates = []
-    for item in best:
-        rowid = item.hit.rowid
-        candidate: dict = {"entity": entities[rowid], "score": item.score}
-        context = match_context(contents[rowid], lookup)
-        if context:
-            candidate["matchContext"] = context
-        if request.explain:
-            found = matched.get(rowid, {})
-            candidate["explain"] = explanation(item, found, weights, covered.get(rowid, 0.0))
-        candidates.append(candidate)
-    return total, candidates
+    ranked.items = rank.score_hits(hits, story, covered, now, allowed)
+    ranked.total += sum(1 for item in ranked.items if not item.matched)
+    ranked.entities, ranked.contents = entities, contents
+    ranked.matched, ranked.covered, ranked.weights = matched, covered, weights
+    ranked.terms = TermSet(terms)
+    return ranked
 
 
 def explanation(
@@ -152,8 +229,11 @@ def explanation(
         "recency": item.recency,
         "bm25": item.hit.bm25 if item.matched else None,
         "coverage": covered,
+        "supersession": item.supersession,
         "kindWeight": item.kind_weight,
         "episodeFrom": item.episode_from,
+        "fixedBy": item.fixed_by,
+        "supersededBy": item.superseded_by,
         "matched": {t: {"in": where, "idf": weights.idf[t]} for t, where in matched.items()},
     }
 

@@ -1,0 +1,115 @@
+"""What the index reads from an observation to follow an episode of work through its session.
+
+- subject: what a tool call ran or touched (`provenance.subject`: `Bash: npm test`,
+  `Edit: src/app.ts`), else a diff's file; a later success on the same subject shows that
+  an earlier error on it was fixed.
+- signature: an error's message with what changes from run to run taken out (paths,
+  numbers, addresses), so the same problem met again, in another session, is recognised.
+- role: `prompt` for what a person asked, `marker` for a session's bookkeeping (a start, a
+  notification, a compaction note): neither is an answer to anything.
+
+- file: the file a diff changed.
+
+All four come from the entity alone, so they are computed when its row is written.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Hooks whose messages are bookkeeping, and the roles of the people (not agents) asking.
+MARKER_HOOKS = frozenset({"SessionStart", "SessionEnd", "Notification", "PreCompact"})
+PROMPT_HOOKS = frozenset({"UserPromptSubmit"})
+MAX_SIGNATURE = 160
+# A line that states an error: an exception's name, `error:`/`error[E0382]`, a panic, ...
+_ERROR_LINE = re.compile(
+    r"\w*(?:Error|Exception|Errno|Fault)\b|\berror\b|\bpanicked\b|\bfatal\b|\bFAIL(?:ED)?\b"
+    r"|\bcannot\b|\bcould not\b|\bunable to\b|\bnot found\b|\bdenied\b|\brefused\b"
+    r"|\btimed out\b|\binvalid\b|\bundefined\b",
+    re.IGNORECASE,
+)
+# What differs between two runs of the same failure.
+_PATH = re.compile(r"(?:[A-Za-z]:)?[\w.\-~]*[/\\][^\s:'\"()\[\],]*")
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
+_NUMBER = re.compile(r"\d+")
+_SPACE = re.compile(r"\s+")
+# A command's record starts `Bash: pytest -> exit 1`: the line names the run, not the error.
+_RUN_LINE = re.compile(r"^.{0,400} -> (?:exit -?\d+|failed|interrupted)$")
+
+
+def provenance(entity: dict) -> dict:
+    prov = entity.get("provenance")
+    return prov if isinstance(prov, dict) else {}
+
+
+def hook_of(entity: dict) -> str | None:
+    """The hook event that recorded an observation, when a hook did."""
+    hook = provenance(entity).get("hook")
+    return hook if isinstance(hook, str) else None
+
+
+def subject_of(entity: dict) -> str | None:
+    """What a recorded tool call ran or touched, else the file a diff changed; or None."""
+    prov = provenance(entity)
+    for key in ("subject", "file"):
+        value = prov.get(key)
+        if isinstance(value, str) and value:
+            return value[:500]
+    return None
+
+
+def role_of(entity: dict) -> str | None:
+    """`prompt`, `marker` or None (everything else) for an observation."""
+    prov = provenance(entity)
+    hook = prov.get("hook")
+    if hook in PROMPT_HOOKS or prov.get("role") == "user":
+        return "prompt"
+    if hook in MARKER_HOOKS or prov.get("role") == "notification":
+        return "marker"
+    return None
+
+
+def signature(content: str) -> str | None:
+    """The first line of an error's text that states an error, normalised; None if none does.
+
+    Paths, hex addresses and numbers become placeholders and case and spacing are folded, so
+    `OperationalError: database is locked` at two moments, from two checkouts, is one signature.
+    """
+    for number, line in enumerate(content.split("\n", 40)[:40]):
+        line = line.strip()
+        if not line or (number == 0 and _RUN_LINE.match(line)):
+            continue
+        if _ERROR_LINE.search(line):
+            text = _PATH.sub("<path>", line[:400])
+            text = _NUMBER.sub("#", _ADDRESS.sub("#", text))
+            text = _SPACE.sub(" ", text).strip().lower()
+            return text[:MAX_SIGNATURE] if len(text) >= 8 else None
+    return None
+
+
+_DIFF_FILE = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.MULTILINE)
+
+
+def file_of(entity: dict) -> str | None:
+    """The file a diff changed: `provenance.file`, else its first `+++ b/<path>` line."""
+    value = provenance(entity).get("file")
+    if isinstance(value, str) and value:
+        return value[:500]
+    found = _DIFF_FILE.search(entity["content"][:4000])
+    return found.group(1)[:500] if found and found.group(1) != "/dev/null" else None
+
+
+Traits = tuple[str | None, str | None, str | None, str | None]
+
+
+def traits(entity_type: str, entity: dict) -> Traits:
+    """(subject, signature, role, file) of an entity; all None but for a live observation."""
+    if entity_type != "observations" or entity["redacted"]:
+        return None, None, None, None
+    kind = entity["kind"]
+    return (
+        subject_of(entity),
+        signature(entity["content"]) if kind == "error" else None,
+        role_of(entity),
+        file_of(entity) if kind == "file_diff" else None,
+    )
