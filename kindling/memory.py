@@ -292,6 +292,14 @@ class Memory:
         ]
         return active[:limit] if limit is not None else active
 
+    def fixed_errors(self, ids: Iterable[str]) -> dict[str, str]:
+        """Of these observation ids, the errors a later success fixed: id -> the success's id
+        (on the same subject, or on that of a later error with the same signature, in the
+        same repository). Search, prompt recall and the session context share this rule."""
+        self.sync()
+        with self.index.snapshot():
+            return self.index.fixed_errors(ids)
+
     def scope_in_use(self, scope: dict) -> bool:
         """True when some observation, capsule or summary carries every id of `scope`."""
         scope = check_scope(scope)

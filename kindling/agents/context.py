@@ -9,12 +9,11 @@ whose repoId is the repository's id or its folder's name.
 
 from __future__ import annotations
 
-import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from kindling.agents.payload import one_line, short_id, when
 from kindling.errors import KindlingError
-from kindling.index.traits import hook_of, subject_of
+from kindling.index.traits import hook_of, role_of, subject_of
 from kindling.repo_identity import RepoIdentity
 
 # The session-start context stays under this many characters (Claude Code caps added context
@@ -26,16 +25,10 @@ CONTEXT_PROBLEMS = 5
 CONTEXT_ACTIVITY = 8
 ACTIVITY_WINDOW = 60
 PIN_LIMIT = 20
-# A recalled memory must share this many of the prompt's words (and this share of them).
-RECALL_MIN_WORDS = 2
-RECALL_MIN_SHARE = 0.25
+RECALL_MAX_ITEMS = 5
 RECALL_CANDIDATES = 20
-_WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
-_STOP = frozenset(
-    "the and for with that this from have has was were are not but you your can could "
-    "would should will what when where which who how why does did into onto then than "
-    "there their them they its it's let lets please just also some any all now here".split()
-)
+# What a prompt's answer is not: the output of a run, and what a person asked before.
+_NOT_RECALLED_KINDS = ("command", "tool_call")
 # Recent activity, most telling first: findings, errors, changes, commands, prompts, the rest.
 _FINDING_HOOKS = ("Stop", "SubagentStop", "PostCompact")
 
@@ -58,11 +51,6 @@ def _listed(memory, entity_type: str, scopes: list[dict], *, time_key: str, **op
     return sorted(found.values(), key=lambda e: (-e[time_key], e["id"]))
 
 
-def significant_words(text: str) -> set[str]:
-    """The lower-cased words of 3+ letters of `text` that are not stop words."""
-    return {w for w in (m.lower() for m in _WORD.findall(text)) if w not in _STOP}
-
-
 def _rank(obs: dict) -> int:
     hook, kind = hook_of(obs), obs["kind"]
     prov = obs.get("provenance") or {}
@@ -82,30 +70,16 @@ def _rank(obs: dict) -> int:
 
 
 def open_problems(memory, scopes: list[dict], limit: int = CONTEXT_PROBLEMS) -> list[dict]:
-    """Recent errors that no later success on the same command or file has followed."""
+    """Recent errors that no later success has fixed (Memory.fixed_errors), one per subject."""
     errors = _listed(memory, "observations", scopes, time_key="ts", kinds=["error"], limit=20)
     errors = [e for e in errors if not e["redacted"]]
     if not errors:
         return []
-    since = min(e["ts"] for e in errors)
-    later = _listed(
-        memory,
-        "observations",
-        scopes,
-        time_key="ts",
-        kinds=["command", "file_diff", "tool_call"],
-        since=since,
-        limit=500,
-    )
-    fixed_at: dict[str, int] = {}
-    for obs in later:
-        subject = subject_of(obs)
-        if subject is not None:
-            fixed_at[subject] = max(fixed_at.get(subject, 0), obs["ts"])
+    fixed = memory.fixed_errors(e["id"] for e in errors)
     still, seen = [], set()
     for error in errors:
         subject = subject_of(error) or error["content"].split("\n", 1)[0]
-        if subject in seen or fixed_at.get(subject, -1) > error["ts"]:
+        if error["id"] in fixed or subject in seen:
             continue
         seen.add(subject)
         still.append(error)
@@ -232,9 +206,18 @@ def session_context(
     return "\n".join(lines), out.shown
 
 
-def _recall_line(entity: dict, kind: str) -> str:
+def _recall_line(entity: dict, kind: str, superseded_by: str | None) -> str:
     ts = entity.get("ts", 0)
-    return f"- {when(ts)} [{kind}] {one_line(entity['content'], 300)}  [{short_id(entity['id'])}]"
+    mark = f" (superseded by [{short_id(superseded_by)}])" if superseded_by else ""
+    text = one_line(entity["content"], 300)
+    return f"- {when(ts)} [{kind}]{mark} {text}  [{short_id(entity['id'])}]"
+
+
+class Recalled(NamedTuple):
+    score: float
+    entity: dict
+    kind: str
+    superseded_by: str | None
 
 
 def prompt_recall(
@@ -246,52 +229,63 @@ def prompt_recall(
     *,
     max_chars: int = RECALL_MAX_CHARS,
 ) -> tuple[str | None, list[str]]:
-    """Memories relevant to `prompt` not yet shown in this session: (context text, their ids)."""
-    # Imported here: every hook loads this module, and only prompt recall searches.
-    from kindling.search.request import SearchRequest
+    """Memories answering `prompt` not yet shown in this session: (context text, their ids).
 
-    wanted = significant_words(prompt)
-    if not wanted:
-        return None, []
+    The search's own ranking decides: its current summary (the summary of the episode that
+    best answers the prompt), then the best candidates that answer it as well (they or the
+    match they were reached from hold SUMMARY_MIN of it) and are an answer (no run
+    output, prompt or marker, no error a later run fixed); superseded ones last.
+    """
+    # Imported here: every hook loads this module, and only prompt recall searches. A recalled
+    # memory answers as well as a current summary must (kindling.search.retrieve.SUMMARY_MIN).
+    from kindling.search.request import SearchRequest
+    from kindling.search.retrieve import SUMMARY_MIN
+
     query = one_line(prompt, 500)
-    found: dict[str, tuple[float, dict, str]] = {}
+    found: dict[str, Recalled] = {}
     for scope in repo_scopes(memory, repo):
         try:
-            request = SearchRequest.checked(query, scope=scope, max_results=RECALL_CANDIDATES)
+            request = SearchRequest.checked(
+                query, scope=scope, max_results=RECALL_CANDIDATES, explain=True
+            )
             result = memory.search(request)
         except KindlingError:
             continue
-        items: list[tuple[float, dict, str]] = []
+        items: list[Recalled] = []
         if result.get("currentSummary"):
-            items.append((1.0, result["currentSummary"], "summary"))
+            items.append(Recalled(1.0, result["currentSummary"], "summary", None))
         for candidate in result["candidates"]:
-            entity = candidate["entity"]
-            items.append((candidate["score"], entity, entity.get("kind", "summary")))
-        for score, entity, kind in items:
-            if not _recallable(entity, session_id, already, wanted):
+            entity, parts = candidate["entity"], candidate["explain"]
+            if parts["answered"] < SUMMARY_MIN or parts["fixedBy"]:
                 continue
-            if entity["id"] not in found or found[entity["id"]][0] < score:
-                found[entity["id"]] = (score, entity, kind)
+            kind = entity.get("kind", "summary")
+            items.append(Recalled(candidate["score"], entity, kind, parts["supersededBy"]))
+        for item in items:
+            if not _recallable(item.entity, session_id, already):
+                continue
+            held = found.get(item.entity["id"])
+            if held is None or held.score < item.score:
+                found[item.entity["id"]] = item
     if not found:
         return None, []
-    ranked = sorted(found.values(), key=lambda item: (-item[0], -item[1].get("ts", 0)))
+    ranked = sorted(
+        found.values(), key=lambda r: (r.superseded_by is not None, -r.score, -r.entity["ts"])
+    )
     out = Section(max_chars)
     out.add("Kindling recalls from this repository's memory (ids work with `kindling show`):")
-    for _, entity, kind in ranked:
-        out.add(_recall_line(entity, kind), entity["id"])
+    for item in ranked[:RECALL_MAX_ITEMS]:
+        out.add(_recall_line(item.entity, item.kind, item.superseded_by), item.entity["id"])
     if not out.shown:
         return None, []
     return "\n".join(out.lines), out.shown
 
 
-def _recallable(entity: dict, session_id: str, already: set[str], wanted: set[str]) -> bool:
+def _recallable(entity: dict, session_id: str, already: set[str]) -> bool:
     if entity["id"] in already or entity.get("redacted"):
         return False
     scope: dict[str, Any] = entity.get("scopeIds") or {}
     if scope.get("sessionId") == session_id:
         return False  # this session's own records are already in the agent's context
-    if hook_of(entity) in ("SessionStart", "Notification", "PreCompact", "UserPromptSubmit"):
-        return False  # markers, and questions: an earlier answer is worth the space, not these
-    shared = len(wanted & significant_words(entity["content"]))
-    need = min(RECALL_MIN_WORDS, len(wanted))
-    return shared >= need and (shared >= 4 or shared / len(wanted) >= RECALL_MIN_SHARE)
+    if "kind" not in entity:
+        return True  # a summary
+    return entity["kind"] not in _NOT_RECALLED_KINDS and role_of(entity) is None

@@ -229,18 +229,46 @@ def _summary(conn: sqlite3.Connection, session: str) -> Step | None:
 
 
 def fixed_later(conn: sqlite3.Connection, errors: Iterable[Step]) -> dict[int, str]:
-    """Errors (not fixed in their own windows) that a later success on the same subject in
-    the same repository fixed: error rowid -> the success's id."""
+    """Errors that a later success fixed: error rowid -> the success's id. A success is a
+    later command, tool call or diff on the error's subject in its repository, or one on the
+    subject of a later error with the same signature there (the problem met again, fixed)."""
     out = {}
     for error in errors:
-        if not error.subject:
-            continue
-        row = conn.execute(
-            "SELECT e.id FROM entities e WHERE e.subject = ? AND e.time > ? "
-            "AND e.type = 'observations' AND e.kind IN ('command', 'tool_call', 'file_diff') "
-            "AND e.shadowed = 0 AND e.repo IS ? ORDER BY e.time LIMIT 1",
-            (error.subject, error.ts, error.repo),
-        ).fetchone()
+        row = None
+        if error.subject:
+            row = conn.execute(_FIXED_BY_SUBJECT, (error.subject, error.ts, error.repo)).fetchone()
+        if row is None and error.signature:
+            row = conn.execute(
+                _FIXED_BY_SIGNATURE, (error.signature, error.ts, error.repo)
+            ).fetchone()
         if row:
             out[error.rowid] = row[0]
     return out
+
+
+_SUCCESS = "e.type = 'observations' AND e.kind IN ('command', 'tool_call', 'file_diff')"
+_FIXED_BY_SUBJECT = (
+    f"SELECT e.id FROM entities e WHERE e.subject = ? AND e.time > ? AND {_SUCCESS} "
+    "AND e.shadowed = 0 AND e.repo IS ? ORDER BY e.time LIMIT 1"
+)
+_FIXED_BY_SIGNATURE = f"""
+    SELECT e.id FROM entities again CROSS JOIN entities e
+    WHERE again.signature = ? AND again.time > ? AND again.repo IS ? AND again.shadowed = 0
+      AND e.subject = again.subject AND e.time > again.time AND {_SUCCESS}
+      AND e.shadowed = 0 AND e.repo IS again.repo
+    ORDER BY again.time, e.time LIMIT 1
+"""
+
+
+def steps(conn: sqlite3.Connection, ids: Iterable[str]) -> list[Step]:
+    """The observations with these ids, as steps."""
+    wanted = sorted(set(ids))
+    if not wanted:
+        return []
+    marks = ", ".join("?" * len(wanted))
+    rows = conn.execute(
+        f"SELECT {_STEP_COLUMNS} FROM entities e WHERE e.id IN ({marks}) "
+        "AND e.type = 'observations' AND e.shadowed = 0",
+        wanted,
+    )
+    return [Step(*r) for r in rows]

@@ -153,6 +153,13 @@ class IndexReader:
         """Errors a later success on their subject fixed (kindling.index.episodes)."""
         return episodes.fixed_later(self.conn, errors)
 
+    def fixed_errors(self, ids: Iterable[str]) -> dict[str, str]:
+        """Of these observations, the errors a later success fixed: error id -> success id
+        (the rule search uses, kindling.index.episodes.fixed_later)."""
+        errors = [s for s in episodes.steps(self.conn, ids) if s.kind == "error"]
+        by_rowid = {s.rowid: s.id for s in errors}
+        return {by_rowid[r]: fixer for r, fixer in self.fixed_later(errors).items()}
+
     def searchable_among(
         self,
         rowids: Iterable[int],

@@ -146,6 +146,7 @@ CREATE INDEX entities_by_session ON entities(session, type, time, id, kind, reda
     WHERE session IS NOT NULL;
 CREATE INDEX files_with_problems ON files(path) WHERE problem IS NOT NULL;
 CREATE INDEX entities_by_subject ON entities(subject, time) WHERE subject IS NOT NULL;
+CREATE INDEX entities_by_signature ON entities(signature, time) WHERE signature IS NOT NULL;
 """
 
 SCOPE_COLUMNS = SCOPE_NAMES  # scopeIds key -> column

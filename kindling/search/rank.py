@@ -70,6 +70,7 @@ class Scored:
     matched: bool = False
     episode_from: str | None = None
     episode_rowid: int | None = None
+    episode_from_problem: bool = False  # reached from raw output or a question, not a finding
     fixed_by: str | None = None
     superseded_by: str | None = None
 
@@ -173,6 +174,7 @@ def score_hits(
                 item.episode = passed
                 item.episode_from = source.id
                 item.episode_rowid = source.rowid
+                item.episode_from_problem = source.kind in RAW_KINDS or source.role is not None
     for item in scored.values():
         item.recency = W_RECENCY * recency(item.hit.ts, now)
     supersede(scored, story)

@@ -121,10 +121,12 @@ class Ranked:
         self.terms: TermSet | None = None
 
     def answered(self, item: rank.Scored) -> float:
-        """How much of the query an item or the match its episode came from holds."""
+        """How much of the query an item holds, or (for a summary, or a conclusion reached
+        from an error, a run or a question) the match its episode came from."""
         covered = self.covered.get(item.hit.rowid, 0.0)
-        if item.episode_rowid is not None:
-            covered = max(covered, self.covered.get(item.episode_rowid, 0.0))
+        source = item.episode_rowid
+        if source is not None and (item.hit.type == "summaries" or item.episode_from_problem):
+            covered = max(covered, self.covered.get(source, 0.0))
         return covered
 
     def take_summary(self, index: Index) -> tuple[dict | None, dict]:
@@ -168,6 +170,7 @@ class Ranked:
                 found = self.matched.get(rowid, {})
                 covered = self.covered.get(rowid, 0.0)
                 candidate["explain"] = explanation(item, found, self.weights, covered)
+                candidate["explain"]["answered"] = self.answered(item)
             out.append(candidate)
         return out
 
