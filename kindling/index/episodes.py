@@ -92,8 +92,8 @@ class Episode:
 
     @property
     def files(self) -> set[str]:
-        """Files the episode changed, failed attempts left out."""
-        return {s.file for s in self.steps if s.file and s.rowid not in self.attempts}
+        """Files the episode changed (or tried to)."""
+        return {s.file for s in self.steps if s.file}
 
     def conclusions(self) -> list[Step]:
         """Its summary first, then the fix, then the other conclusions, newest first."""

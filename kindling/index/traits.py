@@ -72,14 +72,19 @@ def role_of(entity: dict) -> str | None:
 def signature(content: str) -> str | None:
     """The first line of an error's text that states an error, normalised; None if none does.
 
-    Paths, hex addresses and numbers become placeholders and case and spacing are folded, so
-    `OperationalError: database is locked` at two moments, from two checkouts, is one signature.
+    A line that ends in `:` introduces its message (`thread 'main' panicked at src/x.rs:4:9:`),
+    so the next line is taken with it. Paths, hex addresses and numbers become placeholders
+    and case and spacing are folded, so `OperationalError: database is locked` at two
+    moments, from two checkouts, is one signature.
     """
-    for number, line in enumerate(content.split("\n", 40)[:40]):
+    lines = content.split("\n", 41)[:41]
+    for number, line in enumerate(lines[:40]):
         line = line.strip()
         if not line or (number == 0 and _RUN_LINE.match(line)):
             continue
         if _ERROR_LINE.search(line):
+            if line.endswith(":") and lines[number + 1 :]:
+                line = f"{line} {lines[number + 1].strip()}"
             text = _PATH.sub("<path>", line[:400])
             text = _NUMBER.sub("#", _ADDRESS.sub("#", text))
             text = _SPACE.sub(" ", text).strip().lower()

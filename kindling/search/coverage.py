@@ -47,10 +47,12 @@ def _tokens(text: str) -> str:
 
 
 class Weights(NamedTuple):
-    """The query's terms with their idf (0 for a term no text holds)."""
+    """The query's terms with their idf (0 for a term no text holds), and `unseen`: what the
+    plain words no text holds would weigh if one text held each."""
 
     terms: list[Term]
     idf: dict[str, float]
+    unseen: float = 0.0
 
     @property
     def total(self) -> float:
@@ -90,10 +92,13 @@ def weights(index: Index, terms: list[Term]) -> Weights:
     tokens = {t for term in terms for form in _form_tokens(term) for t in form}
     n, df = index.document_frequencies(tokens)
     idf = {}
+    unseen = 0.0
     for term in terms:
         d = max(min(df[t] for t in form) for form in _form_tokens(term))
         idf[term.text] = math.log(1 + (n - d + 0.5) / (d + 0.5)) if d else 0.0
-    return Weights(terms, idf)
+        if not d and term.text.isalpha():  # numbers and codes in pasted text are noise
+            unseen += math.log(1 + (n - 0.5) / 1.5)
+    return Weights(terms, idf, unseen)
 
 
 def rarest(index: Index) -> Callable[[list[Term], int], list[Term]]:
@@ -135,9 +140,11 @@ def matches(content: str, weights: Weights) -> dict[str, str]:
     return found
 
 
-def coverage(matched: dict[str, str], weights: Weights) -> float:
-    """The idf-weighted share of the query's terms that were matched, in [0, 1]."""
-    total = weights.total
+def coverage(matched: dict[str, str], weights: Weights, *, absolute: bool = False) -> float:
+    """The idf-weighted share of the query's terms that were matched, in [0, 1]. Relative to
+    the terms the store holds (for ranking), or, `absolute`, to every plain word asked about:
+    how much of the question the store can answer at all."""
+    total = weights.total + (weights.unseen if absolute else 0.0)
     if total <= 0:
         return 0.0
     held = sum(

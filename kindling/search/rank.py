@@ -21,10 +21,12 @@ Episodes (kindling.index.episodes) carry a match to its answer: a match passes i
 on to the conclusions of its session that answer it (the summary, the fix of a fixed error,
 the findings after it), so pasting an error finds the fix, above the error itself.
 
-Supersession: when two episodes of the same repository both answer the query (each within
-SUPERSEDE_SHARE of the best) and address the same problem (an error signature or a changed
-file in common), the later one supersedes the earlier: the earlier one's entities lose
-SUPERSEDED_CUT of their score and name what superseded them. Recency only breaks near-ties.
+Supersession: when a later episode of the same repository addressed the same problem as an
+earlier one the query finds (it met an error with the same signature and fixed it; or it
+changed a file the earlier one changed and both answer the query within SUPERSEDE_SHARE of
+the best), it supersedes the earlier one: the earlier one's entities lose SUPERSEDED_CUT of
+their score, and at least enough to score below BELOW times the later episode's best, and
+name what superseded them. Recency only breaks near-ties.
 Everything is arithmetic on stored values, so results reproduce.
 """
 
@@ -54,8 +56,10 @@ EPISODE_REACH = 4
 EPISODE_SOURCES = 30
 EPISODES = 12
 # Supersession: both episodes answer the query at least this share of the best one's score.
-SUPERSEDE_SHARE = 0.6
+SUPERSEDE_SHARE = 0.4
 SUPERSEDED_CUT = 0.5
+# ... and at most this share of the best score of the episode that superseded it.
+BELOW = 0.9
 
 
 @dataclass
@@ -73,6 +77,7 @@ class Scored:
     episode_from_problem: bool = False  # reached from raw output or a question, not a finding
     fixed_by: str | None = None
     superseded_by: str | None = None
+    ceiling: float = 1.0  # a superseded item scores below the episode that superseded it
 
     @property
     def unsuperseded(self) -> float:
@@ -81,7 +86,10 @@ class Scored:
     @property
     def supersession(self) -> float:
         """The (negative) part supersession takes off the score."""
-        return -SUPERSEDED_CUT * self.unsuperseded if self.superseded_by else 0.0
+        if not self.superseded_by:
+            return 0.0
+        kept = min(self.unsuperseded * (1 - SUPERSEDED_CUT), self.ceiling)
+        return kept - self.unsuperseded
 
     @property
     def score(self) -> float:
@@ -182,7 +190,9 @@ def score_hits(
 
 
 def supersede(scored: dict[int, Scored], story: Story) -> None:
-    """Mark the entities of every episode a later one of the same repository supersedes."""
+    """Mark the entities of every episode a later one of the same repository supersedes: a
+    later episode that met the same error (a signature in common) and fixed it, or one that
+    changed a file the earlier one changed, when both answer the query about as well."""
     best: dict[str, float] = {}
     for item in scored.values():
         session = item.hit.session
@@ -191,22 +201,25 @@ def supersede(scored: dict[int, Scored], story: Story) -> None:
     if not best:
         return
     top = max(best.values())
-    answering = [story.episodes[s] for s, value in best.items() if value >= SUPERSEDE_SHARE * top]
-    answering.sort(key=lambda e: (e.start, e.session))
-    by: dict[str, str] = {}
-    for n, earlier in enumerate(answering):
-        for later in reversed(answering[n + 1 :]):  # the latest one that qualifies
+    found = sorted((story.episodes[s] for s in best), key=lambda e: (e.start, e.session))
+    by: dict[str, tuple[str, float]] = {}
+    for n, earlier in enumerate(found):
+        for later in reversed(found[n + 1 :]):  # the latest one that qualifies
             if later.repo != earlier.repo or later.start <= earlier.start:
                 continue
-            if not (earlier.signatures & later.signatures or earlier.files & later.files):
-                continue
+            same_error = bool(earlier.signatures & later.signatures) and bool(later.fix)
+            same_files = (
+                bool(earlier.files & later.files)
+                and min(best[earlier.session], best[later.session]) >= SUPERSEDE_SHARE * top
+            )
             ahead = later.conclusions()
-            if ahead:
-                by[earlier.session] = _representative(later, ahead, scored)
+            if (same_error or same_files) and ahead:
+                by[earlier.session] = (_representative(later, ahead, scored), best[later.session])
                 break
     for item in scored.values():
         if item.hit.session in by:
-            item.superseded_by = by[item.hit.session]
+            item.superseded_by, later_best = by[item.hit.session]
+            item.ceiling = BELOW * later_best
 
 
 def _representative(episode: Episode, conclusions: list[Step], scored: dict[int, Scored]) -> str:

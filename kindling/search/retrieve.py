@@ -122,36 +122,46 @@ class Ranked:
 
     def answered(self, item: rank.Scored) -> float:
         """How much of the query an item holds, or (for a summary, or a conclusion reached
-        from an error, a run or a question) the match its episode came from."""
-        covered = self.covered.get(item.hit.rowid, 0.0)
+        from an error, a run or a question) the match its episode came from; counting the
+        plain words the store never saw (coverage.coverage, absolute)."""
+        rowid = item.hit.rowid
         source = item.episode_rowid
         if source is not None and (item.hit.type == "summaries" or item.episode_from_problem):
-            covered = max(covered, self.covered.get(source, 0.0))
-        return covered
+            if self.covered.get(source, 0.0) > self.covered.get(rowid, 0.0):
+                rowid = source
+        assert self.weights is not None
+        return coverage.coverage(self.matched.get(rowid, {}), self.weights, absolute=True)
 
     def take_summary(self, index: Index) -> tuple[dict | None, dict]:
-        """The summary that best answers the query, taken out of the candidates: the best
-        scored one its capsule names, that no later episode superseded, and that (or the
-        match its episode came from) holds at least SUMMARY_MIN of the query (idf-weighted
-        coverage); and why."""
+        """The summary of the episode that best answers the query, taken out of the
+        candidates: the best-scored summary its capsule names that (or the match its episode
+        came from) holds at least SUMMARY_MIN of the query (absolute idf-weighted coverage);
+        when a later episode superseded it, the later episode's summary. And why."""
         for item in self.items:
-            if item.hit.type != "summaries" or item.superseded_by:
+            if item.hit.type != "summaries":
                 continue
             answered = self.answered(item)
             if answered < SUMMARY_MIN or not names_it(index, self.entities[item.hit.rowid]):
                 continue
-            self.items.remove(item)
+            chosen, why = self.entities[item.hit.rowid], {}
+            if item.superseded_by:
+                later = index.get(item.superseded_by, "summaries")
+                if later is None or not names_it(index, later.entity):
+                    continue  # superseded by an episode without a summary: its items rank
+                chosen, why = later.entity, {"supersedes": item.hit.id}
+            self.items = [i for i in self.items if i.hit.id != chosen["id"]]
             self.total -= 1
             why = {
                 "rule": "best answer",
                 "score": item.score,
                 "coverage": answered,
                 "threshold": SUMMARY_MIN,
-                "summaryId": item.hit.id,
+                "summaryId": chosen["id"],
+                **why,
             }
             if item.episode_from:
                 why["episodeFrom"] = item.episode_from
-            return self.entities[item.hit.rowid], why
+            return chosen, why
         return None, {"rule": "none above threshold", "threshold": SUMMARY_MIN}
 
     def candidates(self, limit: int) -> list[dict]:
