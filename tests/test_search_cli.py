@@ -185,6 +185,7 @@ def test_explain_in_json_only_when_asked(story, run):
         "supersession",
         "fixedBy",
         "supersededBy",
+        "answered",
     }
     assert asked["explain"]["currentSummary"]["rule"] in ("best answer", "none above threshold")
     plain = json.loads(run("search", "auth tokens", "--json").stdout)
