@@ -26,6 +26,12 @@ CONTEXT_ACTIVITY = 8
 ACTIVITY_WINDOW = 60
 PIN_LIMIT = 20
 RECALL_MAX_ITEMS = 5
+# A recalled memory, or the match its episode was reached from, holds at least this share of
+# the prompt (search's "answered": idf-weighted, counting the words the store never saw).
+# Below the current summary's 0.5: a prompt is answered by a few lines, not put first.
+RECALL_MIN_ANSWERED = 0.4
+# Below this (the current summary's threshold), only the single best memory is recalled.
+RECALL_SURE = 0.5
 RECALL_CANDIDATES = 20
 # What a prompt's answer is not: the output of a run, and what a person asked before.
 _NOT_RECALLED_KINDS = ("command", "tool_call")
@@ -218,6 +224,7 @@ class Recalled(NamedTuple):
     entity: dict
     kind: str
     superseded_by: str | None
+    answered: float
 
 
 def prompt_recall(
@@ -233,13 +240,12 @@ def prompt_recall(
 
     The search's own ranking decides: its current summary (the summary of the episode that
     best answers the prompt), then the best candidates that answer it as well (they or the
-    match they were reached from hold SUMMARY_MIN of it) and are an answer (no run
-    output, prompt or marker, no error a later run fixed); superseded ones last.
+    match they were reached from hold RECALL_MIN_ANSWERED of it) and are an answer (no run
+    output, prompt or marker, no error a later run fixed); superseded ones last. Only the
+    best one when none answers RECALL_SURE of the prompt.
     """
-    # Imported here: every hook loads this module, and only prompt recall searches. A recalled
-    # memory answers as well as a current summary must (kindling.search.retrieve.SUMMARY_MIN).
+    # Imported here: every hook loads this module, and only prompt recall searches.
     from kindling.search.request import SearchRequest
-    from kindling.search.retrieve import SUMMARY_MIN
 
     query = one_line(prompt, 500)
     found: dict[str, Recalled] = {}
@@ -253,13 +259,15 @@ def prompt_recall(
             continue
         items: list[Recalled] = []
         if result.get("currentSummary"):
-            items.append(Recalled(1.0, result["currentSummary"], "summary", None))
+            items.append(Recalled(1.0, result["currentSummary"], "summary", None, 1.0))
         for candidate in result["candidates"]:
             entity, parts = candidate["entity"], candidate["explain"]
-            if parts["answered"] < SUMMARY_MIN or parts["fixedBy"]:
+            if parts["answered"] < RECALL_MIN_ANSWERED or parts["fixedBy"]:
                 continue
             kind = entity.get("kind", "summary")
-            items.append(Recalled(candidate["score"], entity, kind, parts["supersededBy"]))
+            items.append(
+                Recalled(candidate["score"], entity, kind, parts["supersededBy"], parts["answered"])
+            )
         for item in items:
             if not _recallable(item.entity, session_id, already):
                 continue
@@ -271,9 +279,11 @@ def prompt_recall(
     ranked = sorted(
         found.values(), key=lambda r: (r.superseded_by is not None, -r.score, -r.entity["ts"])
     )
+    # Only a prompt answered as fully as a current summary must be gets several lines.
+    sure = max(item.answered for item in ranked) >= RECALL_SURE
     out = Section(max_chars)
     out.add("Kindling recalls from this repository's memory (ids work with `kindling show`):")
-    for item in ranked[:RECALL_MAX_ITEMS]:
+    for item in ranked[: RECALL_MAX_ITEMS if sure else 1]:
         out.add(_recall_line(item.entity, item.kind, item.superseded_by), item.entity["id"])
     if not out.shown:
         return None, []

@@ -74,6 +74,7 @@ class Episode:
     fix: set[int] = field(default_factory=set)  # diffs a fixing success followed
     attempts: set[int] = field(default_factory=set)  # diffs the same failure came back after
     fix_of: dict[int, list[Step]] = field(default_factory=dict)  # error rowid -> its fix diffs
+    failing: set[str] = field(default_factory=set)  # subjects still failing at its end
 
     @property
     def repo(self) -> str | None:
@@ -85,6 +86,11 @@ class Episode:
     @property
     def start(self) -> int:
         return self.steps[0].ts if self.steps else (self.summary.ts if self.summary else 0)
+
+    @property
+    def failed(self) -> bool:
+        """Whether something failed in it."""
+        return any(s.kind == "error" and not s.redacted for s in self.steps)
 
     @property
     def signatures(self) -> set[str]:
@@ -166,6 +172,7 @@ def follow(episode: Episode) -> Episode:
                 if error.signature:
                     signatures.pop(error.signature, None)
             episode.fix.update(d.rowid for d in diffs)
+    episode.failing = set(failing)
     return episode
 
 
@@ -228,8 +235,15 @@ def _summary(conn: sqlite3.Connection, session: str) -> Step | None:
     return Step(*row) if row else None
 
 
-def fixed_later(conn: sqlite3.Connection, errors: Iterable[Step]) -> dict[int, str]:
-    """Errors that a later success fixed: error rowid -> the success's id. A success is a
+class Fixer(NamedTuple):
+    """The success that fixed an error, and its session."""
+
+    id: str
+    session: str | None
+
+
+def fixed_later(conn: sqlite3.Connection, errors: Iterable[Step]) -> dict[int, Fixer]:
+    """Errors that a later success fixed: error rowid -> the success. A success is a
     later command, tool call or diff on the error's subject in its repository, or one on the
     subject of a later error with the same signature there (the problem met again, fixed)."""
     out = {}
@@ -242,17 +256,17 @@ def fixed_later(conn: sqlite3.Connection, errors: Iterable[Step]) -> dict[int, s
                 _FIXED_BY_SIGNATURE, (error.signature, error.ts, error.repo)
             ).fetchone()
         if row:
-            out[error.rowid] = row[0]
+            out[error.rowid] = Fixer(*row)
     return out
 
 
 _SUCCESS = "e.type = 'observations' AND e.kind IN ('command', 'tool_call', 'file_diff')"
 _FIXED_BY_SUBJECT = (
-    f"SELECT e.id FROM entities e WHERE e.subject = ? AND e.time > ? AND {_SUCCESS} "
+    f"SELECT e.id, e.session FROM entities e WHERE e.subject = ? AND e.time > ? AND {_SUCCESS} "
     "AND e.shadowed = 0 AND e.repo IS ? ORDER BY e.time LIMIT 1"
 )
 _FIXED_BY_SIGNATURE = f"""
-    SELECT e.id FROM entities again CROSS JOIN entities e
+    SELECT e.id, e.session FROM entities again CROSS JOIN entities e
     WHERE again.signature = ? AND again.time > ? AND again.repo IS ? AND again.shadowed = 0
       AND e.subject = again.subject AND e.time > again.time AND {_SUCCESS}
       AND e.shadowed = 0 AND e.repo IS again.repo

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import orjson
 
 from kindling.index import episodes, schema
-from kindling.index.episodes import Episode, Step
+from kindling.index.episodes import Episode, Fixer, Step
 from kindling.index.scan import ObjectPaths
 from kindling.index.schema import Hit, Problem
 from kindling.model import ENTITY_TYPES
@@ -149,7 +149,7 @@ class IndexReader:
         """The episodes around steps ((session, ts, id), best first): kindling.index.episodes."""
         return episodes.load(self.conn, around, limit=limit)
 
-    def fixed_later(self, errors: Iterable[Step]) -> dict[int, str]:
+    def fixed_later(self, errors: Iterable[Step]) -> dict[int, Fixer]:
         """Errors a later success on their subject fixed (kindling.index.episodes)."""
         return episodes.fixed_later(self.conn, errors)
 
@@ -158,7 +158,7 @@ class IndexReader:
         (the rule search uses, kindling.index.episodes.fixed_later)."""
         errors = [s for s in episodes.steps(self.conn, ids) if s.kind == "error"]
         by_rowid = {s.rowid: s.id for s in errors}
-        return {by_rowid[r]: fixer for r, fixer in self.fixed_later(errors).items()}
+        return {by_rowid[r]: fixer.id for r, fixer in self.fixed_later(errors).items()}
 
     def searchable_among(
         self,

@@ -33,6 +33,21 @@ _PATH = re.compile(r"(?:[A-Za-z]:)?[\w.\-~]*[/\\][^\s:'\"()\[\],]*")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _NUMBER = re.compile(r"\d+")
 _SPACE = re.compile(r"\s+")
+# A signature names its problem in at least this many words that say more than "it failed":
+# `FAIL src/app.test.ts` is every test failure, `database is locked` is one problem.
+SPECIFIC_WORDS = 2
+_WORDS = re.compile(r"[a-z]{3,}")
+_GENERIC = frozenset(
+    "fail failed failure failing error errors exception fatal the and for with from this that "
+    "test tests suite run running exit code status process command path line file".split()
+)
+# An error named, then its message: `sqlalchemy.exc.TimeoutError: QueuePool limit ...`.
+_NAMED = re.compile(
+    r"[\w.]*(?:Error|Exception|Errno)\w*(?:\[\w+\])?:\s+\S|\berror(?:\[\w+\])?:\s+\S"
+)
+# Lines of a traceback that quote code or name a frame, and pytest's `E   ` marker.
+_CODE = re.compile(r"(?:raise|File \"|at |return |\^+$|~+$)")
+_MARKER = re.compile(r"^E\s+")
 # A command's record starts `Bash: pytest -> exit 1`: the line names the run, not the error.
 _RUN_LINE = re.compile(r"^.{0,400} -> (?:exit -?\d+|failed|interrupted)$")
 
@@ -70,17 +85,20 @@ def role_of(entity: dict) -> str | None:
 
 
 def signature(content: str) -> str | None:
-    """The first line of an error's text that states an error, normalised; None if none does.
+    """The line of an error's text that states a specific error (SPECIFIC_WORDS): the first
+    that names it (`SomeError: message`, `error[E0502]: ...`), else the first at all;
+    normalised; None if none does.
 
     A line that ends in `:` introduces its message (`thread 'main' panicked at src/x.rs:4:9:`),
     so the next line is taken with it. Paths, hex addresses and numbers become placeholders
     and case and spacing are folded, so `OperationalError: database is locked` at two
     moments, from two checkouts, is one signature.
     """
-    lines = content.split("\n", 41)[:41]
-    for number, line in enumerate(lines[:40]):
-        line = line.strip()
-        if not line or (number == 0 and _RUN_LINE.match(line)):
+    lines = content.split("\n", 81)[:81]
+    found = []
+    for number, line in enumerate(lines[:80]):
+        line = _MARKER.sub("", line.strip())
+        if not line or (number == 0 and _RUN_LINE.match(line)) or _CODE.match(line):
             continue
         if _ERROR_LINE.search(line):
             if line.endswith(":") and lines[number + 1 :]:
@@ -88,8 +106,11 @@ def signature(content: str) -> str | None:
             text = _PATH.sub("<path>", line[:400])
             text = _NUMBER.sub("#", _ADDRESS.sub("#", text))
             text = _SPACE.sub(" ", text).strip().lower()
-            return text[:MAX_SIGNATURE] if len(text) >= 8 else None
-    return None
+            if len(set(_WORDS.findall(text)) - _GENERIC) >= SPECIFIC_WORDS:
+                if _NAMED.search(line):
+                    return text[:MAX_SIGNATURE]  # `SomeError: message` says it best
+                found.append(text[:MAX_SIGNATURE])
+    return found[0] if found else None
 
 
 _DIFF_FILE = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.MULTILINE)

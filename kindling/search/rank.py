@@ -22,9 +22,10 @@ on to the conclusions of its session that answer it (the summary, the fix of a f
 the findings after it), so pasting an error finds the fix, above the error itself.
 
 Supersession: when a later episode of the same repository addressed the same problem as an
-earlier one the query finds (it met an error with the same signature and fixed it; or it
-changed a file the earlier one changed and both answer the query within SUPERSEDE_SHARE of
-the best), it supersedes the earlier one: the earlier one's entities lose SUPERSEDED_CUT of
+earlier one the query finds (it met an error with the same signature and fixed it; or, both
+answering the query within SUPERSEDE_SHARE of the best, one of its runs fixed one of the
+earlier one's errors, or both changed a file the query does not name), it supersedes the
+earlier one: the earlier one's entities lose SUPERSEDED_CUT of
 their score, and at least enough to score below BELOW times the later episode's best, and
 name what superseded them. Recency only breaks near-ties.
 Everything is arithmetic on stored values, so results reproduce.
@@ -36,6 +37,7 @@ import re
 from dataclasses import dataclass
 
 from kindling.index import Episode, Hit, Step
+from kindling.index.episodes import Fixer
 
 # bm25 at which a match is half saturated: about one rare term's worth.
 K = 8.0
@@ -55,6 +57,8 @@ EPISODE_REACH = 4
 # Only the best matches (by bm25) pass strength on, from at most EPISODES sessions.
 EPISODE_SOURCES = 30
 EPISODES = 12
+# Errors of those episodes whose later fix is looked up.
+FIX_LOOKUPS = 24
 # Supersession: both episodes answer the query at least this share of the best one's score.
 SUPERSEDE_SHARE = 0.4
 SUPERSEDED_CUT = 0.5
@@ -124,19 +128,38 @@ def as_hit(step: Step) -> Hit:
 class Story:
     """The episodes around the matches, and what they say of each entity."""
 
-    def __init__(self, episodes: dict[str, Episode], fixed_later: dict[int, str]) -> None:
+    def __init__(self, episodes: dict[str, Episode], fixed_later: dict[int, Fixer]) -> None:
         self.episodes = episodes
         self.fixed_later = fixed_later
         self.steps: dict[int, tuple[Episode, Step]] = {}
         for episode in episodes.values():
             for step in (*episode.steps, *([episode.summary] if episode.summary else [])):
                 self.steps[step.rowid] = (episode, step)
+        # session -> the later sessions that fixed one of its errors
+        self.fixed_in: dict[str, set[str]] = {}
+        for rowid, fixer in fixed_later.items():
+            found = self.steps.get(rowid)
+            if found is not None and fixer.session and fixer.session != found[0].session:
+                self.fixed_in.setdefault(found[0].session, set()).add(fixer.session)
+
+    def unfixed_errors(self, first: list[Hit], limit: int) -> list[Step]:
+        """Errors of the episodes not fixed within them: those among `first`, then the rest."""
+        order = {hit.rowid: n for n, hit in enumerate(first)}
+        errors = [
+            step
+            for episode in self.episodes.values()
+            for step in episode.steps
+            if step.kind == "error" and not step.redacted and step.rowid not in episode.fixed
+        ]
+        errors.sort(key=lambda s: (order.get(s.rowid, len(order)), -s.ts, s.id))
+        return errors[:limit]
 
     def fixed_by(self, rowid: int) -> str | None:
         found = self.steps.get(rowid)
         if found is not None and rowid in found[0].fixed:
             return found[0].fixed[rowid].id
-        return self.fixed_later.get(rowid)
+        fixer = self.fixed_later.get(rowid)
+        return fixer.id if fixer else None
 
     def attempt(self, rowid: int) -> bool:
         found = self.steps.get(rowid)
@@ -155,9 +178,15 @@ class Story:
 
 
 def score_hits(
-    hits: list[Hit], story: Story, covered: dict[int, float], now: int, allowed: set[int]
+    hits: list[Hit],
+    story: Story,
+    covered: dict[int, float],
+    now: int,
+    allowed: set[int],
+    asked: frozenset[str] = frozenset(),
 ) -> list[Scored]:
-    """Every matched hit and every conclusion it reaches that is `allowed`, scored, best first."""
+    """Every matched hit and every conclusion it reaches that is `allowed`, scored, best
+    first. `asked`: the query's words (a file they name says nothing about supersession)."""
     scored: dict[int, Scored] = {}
     strengths = {hit.rowid: strength(hit.bm25, covered.get(hit.rowid, 0.0)) for hit in hits}
     for hit in hits:
@@ -185,11 +214,11 @@ def score_hits(
                 item.episode_from_problem = source.kind in RAW_KINDS or source.role is not None
     for item in scored.values():
         item.recency = W_RECENCY * recency(item.hit.ts, now)
-    supersede(scored, story)
+    supersede(scored, story, asked)
     return sorted(scored.values(), key=order)
 
 
-def supersede(scored: dict[int, Scored], story: Story) -> None:
+def supersede(scored: dict[int, Scored], story: Story, asked: frozenset[str]) -> None:
     """Mark the entities of every episode a later one of the same repository supersedes: a
     later episode that met the same error (a signature in common) and fixed it, or one that
     changed a file the earlier one changed, when both answer the query about as well."""
@@ -207,19 +236,38 @@ def supersede(scored: dict[int, Scored], story: Story) -> None:
         for later in reversed(found[n + 1 :]):  # the latest one that qualifies
             if later.repo != earlier.repo or later.start <= earlier.start:
                 continue
-            same_error = bool(earlier.signatures & later.signatures) and bool(later.fix)
-            same_files = (
-                bool(earlier.files & later.files)
-                and min(best[earlier.session], best[later.session]) >= SUPERSEDE_SHARE * top
-            )
-            ahead = later.conclusions()
-            if (same_error or same_files) and ahead:
-                by[earlier.session] = (_representative(later, ahead, scored), best[later.session])
+            if _supersedes(later, earlier, story, best, top, asked) and later.conclusions():
+                by[earlier.session] = (
+                    _representative(later, later.conclusions(), scored),
+                    best[later.session],
+                )
                 break
     for item in scored.values():
         if item.hit.session in by:
             item.superseded_by, later_best = by[item.hit.session]
             item.ceiling = BELOW * later_best
+
+
+def _supersedes(
+    later: Episode,
+    earlier: Episode,
+    story: Story,
+    best: dict[str, float],
+    top: float,
+    asked: frozenset[str],
+) -> bool:
+    """Whether `later` addressed the problem `earlier` did: it met an error with the same
+    signature and fixed it; or, both answering the query nearly as well, one of its runs
+    fixed one of the earlier one's errors, or both changed the same file (one the query does
+    not name: every episode that touched a file it names answers as well)."""
+    if earlier.signatures & later.signatures and later.fix:
+        return True
+    if min(best[later.session], best[earlier.session]) < SUPERSEDE_SHARE * top:
+        return False
+    if later.session in story.fixed_in.get(earlier.session, ()):
+        return True
+    shared = {f for f in earlier.files & later.files if not set(_PATH_WORD.findall(f)) <= asked}
+    return bool(shared)
 
 
 def _representative(episode: Episode, conclusions: list[Step], scored: dict[int, Scored]) -> str:
@@ -238,6 +286,7 @@ def order(item: Scored) -> tuple:
 
 
 _SPACE = re.compile(r"\s+")
+_PATH_WORD = re.compile(r"[^\W_]+")
 
 
 def dedupe(items: list[Scored], contents: dict[int, str], limit: int) -> list[Scored]:

@@ -17,7 +17,7 @@ from kindling.index import Index
 from kindling.model import PLURAL, REDACTED_CONTENT
 from kindling.search import coverage, rank
 from kindling.search.context import TermSet, match_context
-from kindling.search.fts_query import any_of, compile_query, plain_terms
+from kindling.search.fts_query import any_of, compile_query, plain_terms, words
 from kindling.search.request import SearchRequest, as_request
 
 PROVIDER = "local-fts"
@@ -209,12 +209,7 @@ def candidate_tier(
         return ranked
     sources = hits[: rank.EPISODE_SOURCES]
     episodes = index.episodes(((h.session, h.ts, h.id) for h in sources), rank.EPISODES)
-    stories = rank.Story(episodes, {})
-    unfixed = [
-        stories.steps[h.rowid][1]
-        for h in sources
-        if h.kind == "error" and h.rowid in stories.steps and not stories.fixed_by(h.rowid)
-    ]
+    unfixed = rank.Story(episodes, {}).unfixed_errors(sources, rank.FIX_LOOKUPS)
     story = rank.Story(episodes, index.fixed_later(unfixed))
     reached = {s.rowid for h in sources for s in story.answers(h)} - {h.rowid for h in hits}
     allowed = index.searchable_among(reached, **options)
@@ -224,7 +219,8 @@ def candidate_tier(
     # Only matches have a coverage; a conclusion reached through its episode did not match.
     matched = {h.rowid: coverage.matches(contents[h.rowid], weights) for h in hits}
     covered = {rowid: coverage.coverage(found, weights) for rowid, found in matched.items()}
-    ranked.items = rank.score_hits(hits, story, covered, now, allowed)
+    asked = frozenset(w.lower() for w in words(text))
+    ranked.items = rank.score_hits(hits, story, covered, now, allowed, asked)
     ranked.total += sum(1 for item in ranked.items if not item.matched)
     ranked.entities, ranked.contents = entities, contents
     ranked.matched, ranked.covered, ranked.weights = matched, covered, weights
