@@ -51,7 +51,7 @@ class Budget:
 def _label(entity_type: str, entity: dict) -> str:
     what = entity.get("kind") or entity.get("type") or SINGULAR[entity_type]
     ts = entity_time(entity_type, entity)
-    return f"{short_id(entity['id'])} {what} {when(ts)}"
+    return f"[{short_id(entity['id'])}] {what} {when(ts)}"
 
 
 def _content(entity_type: str, entity: dict) -> str:
@@ -86,7 +86,7 @@ def render_search(result: dict, max_tokens: int) -> tuple[str, dict]:
     for item in result["pins"]:
         pin, target = item["pin"], item["target"]
         note = f" (note: {pin['reason']})" if pin.get("reason") else ""
-        label = f"PIN {short_id(pin['id'])} -> {_label(pin['targetType'] + 's', target)}"
+        label = f"PIN [{short_id(pin['id'])}] -> {_label(pin['targetType'] + 's', target)}"
         shown = _item(budget, label, target["content"] + note)
         if shown is None:
             break
@@ -100,6 +100,8 @@ def render_search(result: dict, max_tokens: int) -> tuple[str, dict]:
         entity = candidate["entity"]
         etype = "observations" if "kind" in entity else "summaries"
         label = f"{candidate['score']:.2f} {_label(etype, entity)}"
+        if candidate.get("supersededBy"):
+            label += f" (superseded by [{short_id(candidate['supersededBy'])}])"
         shown = _item(budget, label, entity["content"])
         if shown is None:
             break
@@ -109,6 +111,8 @@ def render_search(result: dict, max_tokens: int) -> tuple[str, dict]:
         row.update(ts=entity_time(etype, entity), content=shown)
         if candidate.get("matchContext"):
             row["match"] = candidate["matchContext"]
+        if candidate.get("supersededBy"):
+            row["supersededBy"] = candidate["supersededBy"]
         results.append(row)
     truncated = len(results) < len(result["candidates"]) or prov["truncatedDueToTokenBudget"]
     structured = {
