@@ -26,10 +26,9 @@ CONTEXT_ACTIVITY = 8
 ACTIVITY_WINDOW = 60
 PIN_LIMIT = 20
 RECALL_MAX_ITEMS = 5
-# Prompt recall answers when the search's best result, or the match its episode was reached
-# from, holds at least this share of the prompt (search's "answered": idf-weighted, counting
-# the words the store never saw). Below the current summary's 0.5: a prompt is answered by
-# a line or two, not put first in every search.
+# A recalled memory, or the match its episode was reached from, holds at least this share of
+# the prompt (search's "answered": idf-weighted, counting the words the store never saw).
+# Below the current summary's 0.5: a prompt is answered by a few lines, not put first.
 RECALL_MIN_ANSWERED = 0.4
 # Below this (the current summary's threshold), only the single best memory is recalled.
 RECALL_SURE = 0.5
@@ -239,11 +238,11 @@ def prompt_recall(
 ) -> tuple[str | None, list[str]]:
     """Memories answering `prompt` not yet shown in this session: (context text, their ids).
 
-    The search's own ranking decides, with one threshold: when its best result (or the match
-    its episode was reached from) holds RECALL_MIN_ANSWERED of the prompt, its results are
-    recalled in its order, the current summary first, those that are no answer left out (run
-    output, a prompt or marker, an error a later run fixed), superseded ones last. Several
-    when the best holds RECALL_SURE of the prompt, else only the first.
+    The search's own ranking decides: its current summary (the summary of the episode that
+    best answers the prompt), then the best candidates that answer it as well (they or the
+    match they were reached from hold RECALL_MIN_ANSWERED of it) and are an answer (no run
+    output, prompt or marker, no error a later run fixed); superseded ones last. Only the
+    best one when none answers RECALL_SURE of the prompt.
     """
     # Imported here: every hook loads this module, and only prompt recall searches.
     from kindling.search.request import SearchRequest
@@ -260,11 +259,10 @@ def prompt_recall(
             continue
         items: list[Recalled] = []
         if result.get("currentSummary"):
-            answered = result["explain"]["currentSummary"]["coverage"]
-            items.append(Recalled(1.0, result["currentSummary"], "summary", None, answered))
+            items.append(Recalled(1.0, result["currentSummary"], "summary", None, 1.0))
         for candidate in result["candidates"]:
             entity, parts = candidate["entity"], candidate["explain"]
-            if parts["fixedBy"]:
+            if parts["answered"] < RECALL_MIN_ANSWERED or parts["fixedBy"]:
                 continue
             kind = entity.get("kind", "summary")
             items.append(
@@ -278,15 +276,14 @@ def prompt_recall(
                 found[item.entity["id"]] = item
     if not found:
         return None, []
-    best = max(item.answered for item in found.values())
-    if best < RECALL_MIN_ANSWERED:
-        return None, []
     ranked = sorted(
         found.values(), key=lambda r: (r.superseded_by is not None, -r.score, -r.entity["ts"])
     )
+    # Only a prompt answered as fully as a current summary must be gets several lines.
+    sure = max(item.answered for item in ranked) >= RECALL_SURE
     out = Section(max_chars)
     out.add("Kindling recalls from this repository's memory (ids work with `kindling show`):")
-    for item in ranked[: RECALL_MAX_ITEMS if best >= RECALL_SURE else 1]:
+    for item in ranked[: RECALL_MAX_ITEMS if sure else 1]:
         out.add(_recall_line(item.entity, item.kind, item.superseded_by), item.entity["id"])
     if not out.shown:
         return None, []
