@@ -142,18 +142,6 @@ class Story:
             if found is not None and fixer.session and fixer.session != found[0].session:
                 self.fixed_in.setdefault(found[0].session, set()).add(fixer.session)
 
-    def unfixed_errors(self, first: list[Hit], limit: int) -> list[Step]:
-        """Errors of the episodes not fixed within them: those among `first`, then the rest."""
-        order = {hit.rowid: n for n, hit in enumerate(first)}
-        errors = [
-            step
-            for episode in self.episodes.values()
-            for step in episode.steps
-            if step.kind == "error" and not step.redacted and step.rowid not in episode.fixed
-        ]
-        errors.sort(key=lambda s: (order.get(s.rowid, len(order)), -s.ts, s.id))
-        return errors[:limit]
-
     def fixed_by(self, rowid: int) -> str | None:
         found = self.steps.get(rowid)
         if found is not None and rowid in found[0].fixed:
@@ -175,6 +163,20 @@ class Story:
     def answers(self, hit: Hit) -> list[Step]:
         found = self.steps.get(hit.rowid)
         return found[0].answers(found[1], EPISODE_REACH) if found else []
+
+
+def unfixed_errors(episodes: dict[str, Episode], first: list[Hit], limit: int) -> list[Step]:
+    """Errors of the episodes not fixed within them (whose later fix is worth looking up):
+    those among `first` in its order, then the newest of the rest."""
+    order = {hit.rowid: n for n, hit in enumerate(first)}
+    errors = [
+        step
+        for episode in episodes.values()
+        for step in episode.steps
+        if step.kind == "error" and not step.redacted and step.rowid not in episode.fixed
+    ]
+    errors.sort(key=lambda s: (order.get(s.rowid, len(order)), -s.ts, s.id))
+    return errors[:limit]
 
 
 def score_hits(

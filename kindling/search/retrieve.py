@@ -209,7 +209,7 @@ def candidate_tier(
         return ranked
     sources = hits[: rank.EPISODE_SOURCES]
     episodes = index.episodes(((h.session, h.ts, h.id) for h in sources), rank.EPISODES)
-    unfixed = rank.Story(episodes, {}).unfixed_errors(sources, rank.FIX_LOOKUPS)
+    unfixed = rank.unfixed_errors(episodes, sources, rank.FIX_LOOKUPS)
     story = rank.Story(episodes, index.fixed_later(unfixed))
     reached = {s.rowid for h in sources for s in story.answers(h)} - {h.rowid for h in hits}
     allowed = index.searchable_among(reached, **options)
