@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kindling.index.episodes import Episode, Step, follow
-from kindling.index.traits import file_of, role_of, signature, traits
+from kindling.index.traits import file_of, role_of, signature, subject_of, traits
 
 REPO = {"repoId": "github.com/acme/api"}
 
@@ -123,3 +123,17 @@ def test_an_error_is_fixed_by_a_later_success_on_its_subject_in_any_session(memo
         subject="Bash: make lint-all",
     ).entity
     assert memory.fixed_errors([other["id"]]) == {other["id"]: fixed["id"]}
+
+
+@pytest.mark.parametrize(
+    ("command", "key"),
+    [
+        ("rm babel.config.js && npx jest src/x.test.tsx", "npx jest src/x.test.tsx"),
+        ("RUST_BACKTRACE=1 cargo run -p cli -- sync", "cargo run -p cli -- sync"),
+        ("gh run watch 1389011207 --exit-status 2>&1 | tail -5", "gh run watch # --exit-status"),
+        ("cd api; pytest tests/x.py -q > out.txt", "pytest tests/x.py -q"),
+    ],
+)
+def test_a_shell_subject_is_the_run_that_decides_it(command, key):
+    observation = {"provenance": {"subject": f"Bash: {command}"}}
+    assert subject_of(observation) == f"Bash: {key}"

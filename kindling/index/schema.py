@@ -67,7 +67,7 @@ class FileRead(NamedTuple):
 
 
 # Bump on any change to the tables below; an index with another PRAGMA user_version is rebuilt.
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 # A file (or folder) whose mtime or ctime is this close to the moment its stat data was taken
 # may change again within the same timestamp tick without its stat data changing, so it is

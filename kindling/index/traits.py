@@ -64,13 +64,35 @@ def hook_of(entity: dict) -> str | None:
 
 
 def subject_of(entity: dict) -> str | None:
-    """What a recorded tool call ran or touched, else the file a diff changed; or None."""
+    """What a recorded tool call ran or touched, else the file a diff changed; or None.
+
+    A shell command is named by the run that decides it (run_key), so `npx jest x.test.ts`
+    failing and `rm babel.config.js && npx jest x.test.ts` passing are the same subject."""
     prov = provenance(entity)
     for key in ("subject", "file"):
         value = prov.get(key)
         if isinstance(value, str) and value:
+            if value.startswith(SHELL):
+                return SHELL + run_key(value[len(SHELL) :])[:500]
             return value[:500]
     return None
+
+
+SHELL = "Bash: "
+_STEPS = re.compile(r"&&|;")
+_ENV = re.compile(r"^(?:\w+=\S*\s+)+")
+_REDIRECT = re.compile(r"\s*\d?>>?\s*(?:&\d|\S+)")
+_LONG_NUMBER = re.compile(r"\d{5,}")
+
+
+def run_key(command: str) -> str:
+    """The part of a shell command whose outcome is its outcome, as one normalised line: the
+    last of `a && b; c`, the first command of a pipe, without leading VAR=value assignments
+    or redirections, long numbers (run and process ids) as `#`."""
+    last = _STEPS.split(command)[-1]
+    run = _ENV.sub("", last.split("|", 1)[0].strip())
+    run = _LONG_NUMBER.sub("#", _REDIRECT.sub("", run))
+    return " ".join(run.split()) or " ".join(command.split())
 
 
 def role_of(entity: dict) -> str | None:
