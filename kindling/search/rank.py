@@ -24,7 +24,8 @@ the findings after it), so pasting an error finds the fix, above the error itsel
 Supersession: when a later episode of the same repository addressed the same problem as an
 earlier one the query finds (it met an error with the same signature and fixed it; or, both
 answering the query within SUPERSEDE_SHARE of the best, one of its runs fixed one of the
-earlier one's errors, or both changed a file the query does not name), it supersedes the
+earlier one's errors, or it changed a file the earlier one changed, one the query does not
+name, matching COVERS of the query terms the earlier one matched), it supersedes the
 earlier one: the earlier one's entities lose SUPERSEDED_CUT of
 their score, and at least enough to score below BELOW times the later episode's best, and
 name what superseded them. Recency only breaks near-ties.
@@ -34,7 +35,9 @@ Everything is arithmetic on stored values, so results reproduce.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kindling.index import Episode, Hit, Step
 from kindling.index.episodes import Fixer
@@ -62,6 +65,9 @@ FIX_LOOKUPS = 24
 # Supersession: both episodes answer the query at least this share of the best one's score.
 SUPERSEDE_SHARE = 0.4
 SUPERSEDED_CUT = 0.5
+# One that changed the same file matches at least this (idf-weighted) share of the query
+# terms the earlier one matched: the same problem, not another change to a busy file.
+COVERS = 0.5
 # ... and at most this share of the best score of the episode that superseded it.
 BELOW = 0.9
 
@@ -179,16 +185,38 @@ def unfixed_errors(episodes: dict[str, Episode], first: list[Hit], limit: int) -
     return errors[:limit]
 
 
+class Asked(NamedTuple):
+    """The query as supersession reads it: its words, and the query terms (with their idf)
+    each match holds."""
+
+    words: frozenset[str]
+    matched: dict[int, Iterable[str]]
+    idf: dict[str, float]
+
+    def terms(self, episode: Episode, scored: dict[int, Scored]) -> set[str]:
+        """The query terms the episode's scored matches hold."""
+        steps = episode.steps + ([episode.summary] if episode.summary else [])
+        return {t for s in steps if s.rowid in scored for t in self.matched.get(s.rowid, ())}
+
+    def share(self, part: set[str], whole: set[str]) -> float:
+        """The idf-weighted share of `whole` that `part` holds."""
+        total = sum(self.idf.get(t, 0.0) for t in whole)
+        return sum(self.idf.get(t, 0.0) for t in part & whole) / total if total else 0.0
+
+
+NOTHING_ASKED = Asked(frozenset(), {}, {})
+
+
 def score_hits(
     hits: list[Hit],
     story: Story,
     covered: dict[int, float],
     now: int,
     allowed: set[int],
-    asked: frozenset[str] = frozenset(),
+    asked: Asked = NOTHING_ASKED,
 ) -> list[Scored]:
     """Every matched hit and every conclusion it reaches that is `allowed`, scored, best
-    first. `asked`: the query's words (a file they name says nothing about supersession)."""
+    first. `asked`: the query as supersession reads it."""
     scored: dict[int, Scored] = {}
     strengths = {hit.rowid: strength(hit.bm25, covered.get(hit.rowid, 0.0)) for hit in hits}
     for hit in hits:
@@ -220,7 +248,7 @@ def score_hits(
     return sorted(scored.values(), key=order)
 
 
-def supersede(scored: dict[int, Scored], story: Story, asked: frozenset[str]) -> None:
+def supersede(scored: dict[int, Scored], story: Story, asked: Asked) -> None:
     """Mark the entities of every episode a later one of the same repository supersedes: a
     later episode that met the same error (a signature in common) and fixed it, or one that
     changed a file the earlier one changed, when both answer the query about as well."""
@@ -238,7 +266,7 @@ def supersede(scored: dict[int, Scored], story: Story, asked: frozenset[str]) ->
         for later in reversed(found[n + 1 :]):  # the latest one that qualifies
             if later.repo != earlier.repo or later.start <= earlier.start:
                 continue
-            if _supersedes(later, earlier, story, best, top, asked) and later.conclusions():
+            if _supersedes(later, earlier, story, best, top, asked, scored) and later.conclusions():
                 by[earlier.session] = (
                     _representative(later, later.conclusions(), scored),
                     best[later.session],
@@ -256,20 +284,26 @@ def _supersedes(
     story: Story,
     best: dict[str, float],
     top: float,
-    asked: frozenset[str],
+    asked: Asked,
+    scored: dict[int, Scored],
 ) -> bool:
     """Whether `later` addressed the problem `earlier` did: it met an error with the same
     signature and fixed it; or, both answering the query nearly as well, one of its runs
-    fixed one of the earlier one's errors, or both changed the same file (one the query does
-    not name: every episode that touched a file it names answers as well)."""
+    fixed one of the earlier one's errors, or it changed a file the earlier one changed
+    while matching most of the query terms the earlier one matched (a file the query names
+    does not count: every episode that touched it answers as well)."""
     if earlier.signatures & later.signatures and later.fix:
         return True
     if min(best[later.session], best[earlier.session]) < SUPERSEDE_SHARE * top:
         return False
     if later.session in story.fixed_in.get(earlier.session, ()):
         return True
-    shared = {f for f in earlier.files & later.files if not set(_PATH_WORD.findall(f)) <= asked}
-    return bool(shared)
+    shared = [
+        f for f in earlier.files & later.files if not set(_PATH_WORD.findall(f)) <= asked.words
+    ]
+    if not shared:
+        return False
+    return asked.share(asked.terms(later, scored), asked.terms(earlier, scored)) >= COVERS
 
 
 def _representative(episode: Episode, conclusions: list[Step], scored: dict[int, Scored]) -> str:

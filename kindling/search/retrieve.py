@@ -219,7 +219,7 @@ def candidate_tier(
     # Only matches have a coverage; a conclusion reached through its episode did not match.
     matched = {h.rowid: coverage.matches(contents[h.rowid], weights) for h in hits}
     covered = {rowid: coverage.coverage(found, weights) for rowid, found in matched.items()}
-    asked = frozenset(w.lower() for w in words(text))
+    asked = rank.Asked(frozenset(w.lower() for w in words(text)), matched, weights.idf)
     ranked.items = rank.score_hits(hits, story, covered, now, allowed, asked)
     ranked.total += sum(1 for item in ranked.items if not item.matched)
     ranked.entities, ranked.contents = entities, contents
