@@ -213,3 +213,26 @@ def test_hook_recall_shows_ids_in_brackets(memory, history, tmp_path, monkeypatc
     result = run_hook("UserPromptSubmit", json.dumps(payload).encode(), str(memory.store.root))
     context = json.loads(result.stdout)["hookSpecificOutput"]["additionalContext"]
     assert f"[{history.ids['sum_second'][:12]}]" in context
+
+
+def test_another_change_to_the_same_file_is_not_the_same_problem(memory, history):
+    # A later session edits api/db.py for something else: it does not supersede the fix.
+    history.session(
+        "pool",
+        70 * DAY,
+        [
+            ("pool", "file_diff", "--- a/api/db.py\n+++ b/api/db.py\n+pool_size=20", None, None),
+            (
+                "why3",
+                "message",
+                "Raised the connection pool size for the upload workers.",
+                None,
+                "Stop",
+            ),
+        ],
+        "Pool size 20 in api/db.py for the upload workers.",
+    )
+    result = memory.search("uploads database is locked WAL", explain=True)
+    assert result["currentSummary"]["id"] == history.ids["sum_second"]
+    for candidate in result["candidates"]:
+        assert candidate.get("supersededBy") != history.ids["sum_pool"]
