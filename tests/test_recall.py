@@ -215,24 +215,44 @@ def test_hook_recall_shows_ids_in_brackets(memory, history, tmp_path, monkeypatc
     assert f"[{history.ids['sum_second'][:12]}]" in context
 
 
-def test_another_change_to_the_same_file_is_not_the_same_problem(memory, history):
-    # A later session edits api/db.py for something else: it does not supersede the fix.
-    history.session(
-        "pool",
-        70 * DAY,
-        [
-            ("pool", "file_diff", "--- a/api/db.py\n+++ b/api/db.py\n+pool_size=20", None, None),
-            (
-                "why3",
-                "message",
-                "Raised the connection pool size for the upload workers.",
-                None,
-                "Stop",
-            ),
-        ],
-        "Pool size 20 in api/db.py for the upload workers.",
-    )
-    result = memory.search("uploads database is locked WAL", explain=True)
-    assert result["currentSummary"]["id"] == history.ids["sum_second"]
-    for candidate in result["candidates"]:
-        assert candidate.get("supersededBy") != history.ids["sum_pool"]
+def test_another_change_to_the_same_file_is_not_the_same_problem():
+    from kindling.index import Episode, Step
+    from kindling.search import rank
+
+    def episode(session, start, terms_rowid):
+        diff = Step(
+            terms_rowid,
+            "observations",
+            f"d{session}",
+            start,
+            "file_diff",
+            session,
+            "r",
+            None,
+            None,
+            None,
+            "api/db.py",
+            0,
+        )
+        return Episode(session, [diff])
+
+    earlier, later = episode("a", 1, 1), episode("b", 2, 2)
+    story = rank.Story({"a": earlier, "b": later}, {})
+    scored = {
+        n: rank.Scored(rank.as_hit(e.steps[0]), relevance=0.5)
+        for n, e in ((1, earlier), (2, later))
+    }
+    best = {"a": 0.5, "b": 0.5}
+    idf = {"locked": 3.0, "wal": 3.0, "pool": 1.0}
+
+    def supersedes(later_terms):
+        asked = rank.Asked(
+            frozenset({"locked", "wal", "pool"}), {1: ["locked", "wal"], 2: later_terms}, idf
+        )
+        return rank._supersedes(later, earlier, story, best, 0.5, asked, scored)
+
+    assert supersedes(["locked", "wal"])  # the same problem, in the same file
+    assert not supersedes(["pool"])  # another change to that file
+    # A file the query names says nothing: every episode that touched it answers as well.
+    asked = rank.Asked(frozenset({"api", "db", "py"}), {1: ["api"], 2: ["api"]}, {"api": 1.0})
+    assert not rank._supersedes(later, earlier, story, best, 0.5, asked, scored)
