@@ -17,6 +17,7 @@ TOOLS = {
     "recent",
     "get",
     "log",
+    "summarize",
     "capsule_open",
     "capsule_close",
     "pin",

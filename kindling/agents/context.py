@@ -12,8 +12,11 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from kindling.agents.payload import one_line, short_id, when
+from kindling.agents.recent_work import recent_activity
+from kindling.agents.unfinished import LOOK_BACK, latest_interrupted, unfinished_lines
+from kindling.clock import now_ms
 from kindling.errors import KindlingError
-from kindling.index.traits import hook_of, role_of, subject_of
+from kindling.index.traits import role_of, subject_of
 from kindling.repo_identity import RepoIdentity
 
 # The session-start context stays under this many characters (Claude Code caps added context
@@ -22,7 +25,6 @@ MAX_CONTEXT_CHARS = 8_000
 RECALL_MAX_CHARS = 2_400
 CONTEXT_SUMMARIES = 3
 CONTEXT_PROBLEMS = 5
-CONTEXT_ACTIVITY = 8
 ACTIVITY_WINDOW = 60
 PIN_LIMIT = 20
 RECALL_MAX_ITEMS = 5
@@ -35,8 +37,8 @@ RECALL_SURE = 0.5
 RECALL_CANDIDATES = 20
 # What a prompt's answer is not: the output of a run, and what a person asked before.
 _NOT_RECALLED_KINDS = ("command", "tool_call")
-# Recent activity, most telling first: findings, errors, changes, commands, prompts, the rest.
-_FINDING_HOOKS = ("Stop", "SubagentStop", "PostCompact")
+# A line cut to fit keeps at least this much of its text (else it is left out).
+MIN_LINE_CHARS = 60
 
 
 def repo_scopes(memory, repo: RepoIdentity) -> list[dict]:
@@ -55,24 +57,6 @@ def _listed(memory, entity_type: str, scopes: list[dict], *, time_key: str, **op
         for entity in memory.list(entity_type, scope=scope, **options):
             found.setdefault(entity["id"], entity)
     return sorted(found.values(), key=lambda e: (-e[time_key], e["id"]))
-
-
-def _rank(obs: dict) -> int:
-    hook, kind = hook_of(obs), obs["kind"]
-    prov = obs.get("provenance") or {}
-    if hook in _FINDING_HOOKS or (kind == "message" and hook is None):
-        return 0
-    if kind == "error":
-        return 1
-    if kind == "file_diff":
-        return 2
-    if kind == "command":
-        return 3
-    if hook == "UserPromptSubmit":
-        return 4
-    if kind == "tool_call" and prov.get("tool") != "Read":
-        return 5
-    return 9  # file reads, session markers, notifications: not worth the space
 
 
 def open_problems(memory, scopes: list[dict], limit: int = CONTEXT_PROBLEMS) -> list[dict]:
@@ -109,11 +93,35 @@ class Section:
             self.shown.append(entity_id)
         return True
 
+    def fitted(self, line: str, reserved: int = 0) -> str | None:
+        """`line` as it fits after `reserved` characters: whole, or its text cut before the
+        trailing `  [id]`; None when too little of it would be left."""
+        room = self.left - reserved - 1
+        if len(line) <= room:
+            return line
+        text, sep, tail = line.rpartition("  [")
+        if not sep:
+            text, tail = line, ""
+        else:
+            tail = sep + tail
+        width = room - len(tail)
+        if width < MIN_LINE_CHARS:
+            return None
+        return one_line(text, width) + tail
+
     def heading(self, title: str, items: list[tuple[str, str | None]]) -> None:
-        if items and self.left > len(title) + 100 and self.add("") and self.add(title):
-            for line, entity_id in items:
-                if not self.add(line, entity_id):
-                    break
+        """A blank line, `title` and the items that fit; nothing unless one item fits."""
+        if not items:
+            return
+        first = self.fitted(items[0][0], reserved=len(title) + 2)
+        if first is None:
+            return
+        self.add("")
+        self.add(title)
+        for line, entity_id in items:
+            shown = self.fitted(line)
+            if shown is None or not self.add(shown, entity_id):
+                break
 
 
 def _summary_line(memory, summary: dict) -> str:
@@ -127,9 +135,26 @@ def _summary_line(memory, summary: dict) -> str:
     return f"- {when(summary['ts'])} {intent}{text}  [{short_id(summary['id'])}]"
 
 
-def _obs_line(obs: dict, width: int = 240) -> str:
+def _obs_line(obs: dict, width: int = 240, label: str | None = None) -> str:
     text = one_line(obs["content"], width)
-    return f"- {when(obs['ts'])} [{obs['kind']}] {text}  [{short_id(obs['id'])}]"
+    kind = f"{obs['kind']}, {label}" if label else obs["kind"]
+    return f"- {when(obs['ts'])} [{kind}] {text}  [{short_id(obs['id'])}]"
+
+
+def _advice(session_id: str | None, capsule_id: str | None) -> str:
+    if session_id is None:
+        return (
+            "Group your work with the kindling MCP tool `capsule_open`, record findings with "
+            "`log` and close the capsule with a summary through `capsule_close`."
+        )
+    where = f"; its open capsule is {capsule_id}" if capsule_id else ""
+    # Never "close the capsule": the session's hooks close it when the session ends, and a
+    # capsule closed early splits the session in two.
+    return (
+        f"Session {session_id}{where}. Record a finding with the kindling MCP tool `log` "
+        "(session_id above); before you finish, write your own summary of the session with "
+        "`summarize` (it stays in the session's capsule, which closes when the session ends)."
+    )
 
 
 def session_context(
@@ -140,22 +165,26 @@ def session_context(
     *,
     max_chars: int = MAX_CONTEXT_CHARS,
 ) -> tuple[str, list[str]]:
-    """The context for a session's start, within `max_chars`; and the ids it shows."""
+    """The context for a session's start, within `max_chars`; and the ids it shows.
+
+    After its header: the latest unfinished session of the repository, then how to record,
+    pins, recent session summaries, open problems and recent activity."""
     scopes = repo_scopes(memory, repo)
+    now = now_ms()
     out = Section(max_chars - 160)  # room kept for the closing line
     out.add(f"# Kindling memory for {repo.id}")
-    if session_id is None:
-        out.add(
-            "Group your work with the kindling MCP tool `capsule_open`, record findings with "
-            "`log` and close the capsule with a summary through `capsule_close`."
-        )
-    else:
-        where = f"; its open capsule is {capsule_id}" if capsule_id else ""
-        out.add(
-            f"Session {session_id}{where}. Record a finding with the kindling MCP tool `log` "
-            "(capsule_id above) and close the capsule with a summary through `capsule_close`."
-        )
     shown: set[str] = set()
+    capsules = _listed(memory, "capsules", scopes, time_key="openedAt", limit=LOOK_BACK)
+    found = latest_interrupted(memory, capsules, session_id, now)
+    stopped: dict | None = None
+    if found is not None:
+        stopped = found.capsule
+        lines = unfinished_lines(found, now)
+        out.heading("Unfinished work (a session that stopped before it ended):", lines)
+        shown.update(i for _, i in lines if i)
+        out.add("")
+    out.add(_advice(session_id, capsule_id))
+
     pins: list[tuple[str, str | None]] = []
     for pin in _listed(memory, "pins", scopes, time_key="createdAt", limit=PIN_LIMIT):
         try:
@@ -177,10 +206,11 @@ def session_context(
 
     summaries = [
         s
-        for s in _listed(memory, "summaries", scopes, time_key="ts", limit=CONTEXT_SUMMARIES)
-        if s["id"] not in shown
-    ]
+        for s in _listed(memory, "summaries", scopes, time_key="ts", limit=CONTEXT_SUMMARIES + 1)
+        if s["id"] not in shown and (stopped is None or s["capsuleId"] != stopped["id"])
+    ][:CONTEXT_SUMMARIES]
     shown.update(s["id"] for s in summaries)
+    said = {ref for s in summaries for ref in s.get("evidenceRefs", ())}
     out.heading(
         "Recent session summaries (newest first):",
         [(_summary_line(memory, s), s["id"]) for s in summaries],
@@ -194,14 +224,12 @@ def session_context(
     )
 
     window = _listed(memory, "observations", scopes, time_key="ts", limit=ACTIVITY_WINDOW)
-    useful = [o for o in window if not o["redacted"] and o["id"] not in shown and _rank(o) < 9]
-    chosen = sorted(useful, key=lambda o: (_rank(o), -o["ts"]))[:CONTEXT_ACTIVITY]
-    chosen.sort(key=lambda o: -o["ts"])
+    activity = recent_activity(memory, window, shown | said)
     out.heading(
         "Recent activity (findings, errors and changes first):",
-        [(_obs_line(o), o["id"]) for o in chosen],
+        [(_obs_line(o, label=label), o["id"]) for o, label in activity],
     )
-    if len(out.lines) == 2:
+    if len(out.lines) == 2 and found is None:
         out.add("Nothing stored yet for this repository.")
     lines = [
         *out.lines,

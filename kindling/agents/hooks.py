@@ -2,7 +2,8 @@
 
 SessionStart closes capsules a vanished session left open, opens (or reuses) this session's
 capsule and answers with the context block. UserPromptSubmit records the prompt, names the
-capsule after the first one, and answers with memories recalled for it. Tool events become
+capsule after the first one (and after each later one that starts another task,
+kindling.agents.intent), and answers with memories recalled for it. Tool events become
 readable observations (kindling.agents.records); Stop, SubagentStop, PostCompact and
 Notification messages; SessionEnd closes the capsule with a summary (kindling.agents.digest).
 Events that record nothing (PreToolUse, SubagentStart, ...) are accepted and ignored; an
@@ -18,6 +19,7 @@ from typing import NamedTuple
 
 from kindling.agents import context, digest, records
 from kindling.agents.activity import note_activity
+from kindling.agents.intent import INTENT_WAITING, MAX_INTENT_CHARS, starts_new_task, switched
 from kindling.agents.payload import one_line, project_dir, read_payload, repo_of, scope_for
 from kindling.errors import KindlingError
 
@@ -57,8 +59,6 @@ ALIASES = {
     "post-compact": "PostCompact",
     "session-end": "SessionEnd",
 }
-INTENT_WAITING = " (waiting for its first prompt)"
-MAX_INTENT_CHARS = 200
 
 
 class HookResult(NamedTuple):
@@ -130,7 +130,8 @@ def session_start(memory, payload: dict) -> HookResult:
 
 
 def prompt_submitted(memory, payload: dict) -> HookResult:
-    """Record the prompt, title the capsule after the first one, answer with recalled memory."""
+    """Record the prompt, title the capsule after the first one (and each new task in it),
+    answer with recalled memory."""
     repo = repo_of(payload)
     scope = scope_for(payload, repo)
     found = records.message_record("UserPromptSubmit", payload)
@@ -145,6 +146,8 @@ def prompt_submitted(memory, payload: dict) -> HookResult:
     written = memory.log(found.content, kind="message", scope=scope, provenance=provenance)
     if capsule["intent"].endswith(INTENT_WAITING):
         memory.set_intent(capsule["id"], one_line(found.content, MAX_INTENT_CHARS))
+    elif starts_new_task(capsule["intent"], found.content):
+        memory.set_intent(capsule["id"], switched(capsule["intent"], found.content))
     return HookResult(
         stdout=_answer("UserPromptSubmit", recalled),
         message=_masked_note(written.masked),

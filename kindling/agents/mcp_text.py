@@ -15,6 +15,7 @@ from kindling.model import SINGULAR, entity_time
 from kindling.search.retrieve import CHARS_PER_TOKEN
 
 MIN_ITEM_CHARS = 60
+QUERY_SHOWN = 200  # characters of the query repeated in a search's first line
 DEFAULT_TOKENS = 1_000
 
 
@@ -77,10 +78,15 @@ def _item(budget: Budget, label: str, content: str, *, flat: bool = True) -> str
 
 
 def render_search(result: dict, max_tokens: int) -> tuple[str, dict]:
-    """A RetrieveResult as text within `max_tokens`, and its lean structured form."""
+    """A RetrieveResult as text within `max_tokens`, and its lean structured form.
+
+    The first line names the query and the matches; it is written only above at least one
+    item (else a line says why nothing is listed)."""
     budget = Budget(max_tokens)
     prov = result["provenance"]
-    budget.add(f"search {prov['query']!r}: {prov['totalCandidates']} match(es)")
+    query = one_line(prov["query"], QUERY_SHOWN)
+    heading = f"search {query!r}: {prov['totalCandidates']} match(es)"
+    budget.left -= len(heading) + 1
     pins, results = [], []
     summary = None
     for item in result["pins"]:
@@ -114,6 +120,12 @@ def render_search(result: dict, max_tokens: int) -> tuple[str, dict]:
         if candidate.get("supersededBy"):
             row["supersededBy"] = candidate["supersededBy"]
         results.append(row)
+    if budget.lines:
+        budget.lines.insert(0, heading)
+    elif result["pins"] or current is not None or result["candidates"]:
+        budget.lines = [f"{heading}; none fits in max_tokens={max_tokens}: raise it"]
+    else:
+        budget.lines = [f"search {query!r}: no matches"]
     truncated = len(results) < len(result["candidates"]) or prov["truncatedDueToTokenBudget"]
     structured = {
         "query": prov["query"],
@@ -127,12 +139,20 @@ def render_search(result: dict, max_tokens: int) -> tuple[str, dict]:
 
 
 def render_entities(
-    found: list[tuple[str, dict]], max_tokens: int, *, heading: str, flat: bool = True
+    found: list[tuple[str, dict]],
+    max_tokens: int,
+    *,
+    heading: str,
+    flat: bool = True,
+    empty: str = "nothing found",
 ) -> tuple[str, dict]:
-    """(type, entity) pairs as text within `max_tokens`, and their lean structured form."""
+    """(type, entity) pairs as text within `max_tokens`, and their lean structured form.
+
+    `heading` is written only above at least one item; `empty` when there is none."""
+    if not found:
+        return empty, {"items": [], "truncated": False}
     budget = Budget(max_tokens)
-    budget.left -= 48  # room for the closing "more not shown" line
-    budget.add(heading)
+    budget.left -= 48 + len(heading) + 1  # the heading, and the closing "more not shown" line
     items = []
     for entity_type, entity in found:
         shown = _item(budget, _label(entity_type, entity), _content(entity_type, entity), flat=flat)
@@ -143,6 +163,9 @@ def render_entities(
         if "content" in entity:
             row["content"] = shown
         items.append(row)
+    if items:
+        budget.lines.insert(0, heading)
     if len(items) < len(found):
-        budget.lines.append(f"[{len(found) - len(items)} more not shown: raise max_tokens]")
+        more = "more " if items else ""
+        budget.lines.append(f"[{len(found) - len(items)} {more}not shown: raise max_tokens]")
     return budget.text(), {"items": items, "truncated": len(items) < len(found)}

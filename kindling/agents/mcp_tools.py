@@ -1,7 +1,7 @@
 """The tools `kindling mcp` serves, and the server that publishes them (needs the MCP SDK).
 
 Tools: context (what a Claude Code session start is told), search, recent, get, log,
-capsule_open, capsule_close, pin, unpin, forget; each annotated (read-only, destructive,
+summarize, capsule_open, capsule_close, pin, unpin, forget; each annotated (read-only, destructive,
 idempotent) and answering with compact text within a token budget plus lean structured
 content. Every tool takes an optional `store` naming which store (default: the first).
 
@@ -24,6 +24,7 @@ from typing_extensions import TypedDict
 
 from kindling import __version__
 from kindling.agents import context as agent_context
+from kindling.agents import mcp_sessions
 from kindling.agents.mcp_arguments import argument_problem
 from kindling.agents.mcp_text import DEFAULT_TOKENS, render_entities, render_search
 from kindling.errors import KindlingError
@@ -45,9 +46,11 @@ Kindling is this project's memory: observations (what happened), capsules (episo
 with summaries, and pins (what must always come back). Start with `context` for pins, recent
 session summaries, open problems and recent activity. Call `search` before working on
 something that may have come up before; `recent` lists the latest entries, `get` fetches
-entities by id. Record findings with `log`, group work with `capsule_open`/`capsule_close`
-(closing with a summary), `pin`/`unpin` what matters, and `forget` anything that should not
-have been recorded. Ids accept unique prefixes (6+ chars). Stores served: {stores}.
+entities by id. Record findings with `log`; in a Claude Code session, write your own summary
+of the session with `summarize` before you finish (its capsule stays open: the session's
+hooks close it). Elsewhere, group work with `capsule_open`/`capsule_close` (closing with a
+summary). `pin`/`unpin` what matters, and `forget` anything that should not have been
+recorded. Ids accept unique prefixes (6+ chars). Stores served: {stores}.
 """
 
 
@@ -234,7 +237,10 @@ def recent(
     )
     return answer(
         *render_entities(
-            [(type, e) for e in listed], max_tokens, heading=f"{len(listed)} recent {type}"
+            [(type, e) for e in listed],
+            max_tokens,
+            heading=f"{len(listed)} recent {type}",
+            empty=f"no {type} found",
         )
     )
 
@@ -275,16 +281,37 @@ def log(
     capsule_id: Annotated[str | None, Field(description="Append to this open capsule")] = None,
     store: StoreName = None,
 ) -> CallToolResult:
-    """Record an observation (secrets are masked)."""
+    """Record an observation (secrets are masked); in a capsule, with its session's scope."""
     memory, repo = served.pick(store)
     entity = memory.log(
         content,
         kind=kind,
-        scope=with_repo(scope, repo),
+        scope=with_repo(mcp_sessions.log_scope(memory, scope, capsule_id), repo),
         provenance=provenance,
         capsule_id=capsule_id,
     ).entity
     return written("observations", entity, "logged")
+
+
+def summarize(
+    served: Served,
+    text: Annotated[str, Field(description="What the session did, found and left open")],
+    session_id: Annotated[
+        str | None, Field(description="Your session id (the context block names it)")
+    ] = None,
+    capsule_id: Annotated[str | None, Field(description="Or the session's capsule id")] = None,
+    evidence: Annotated[
+        list[str] | None, Field(description="Observation ids backing the summary")
+    ] = None,
+    store: StoreName = None,
+) -> CallToolResult:
+    """Write your own summary of the session into its open capsule, which stays open; the
+    latest one becomes the session's summary when the session ends."""
+    memory, repo = served.pick(store)
+    entity = mcp_sessions.summarize(
+        memory, repo, text, session_id=session_id, capsule_id=capsule_id, evidence=evidence or ()
+    ).entity
+    return written("observations", entity, "summary kept in the session's capsule as")
 
 
 def capsule_open(
@@ -310,8 +337,13 @@ def capsule_close(
     ] = None,
     store: StoreName = None,
 ) -> CallToolResult:
-    """Close a capsule, optionally writing its summary."""
-    memory, _ = served.pick(store)
+    """Close a capsule, optionally writing its summary. A live Claude Code session's capsule
+    stays open (its hooks close it when the session ends): the summary is kept as the
+    session's own, as `summarize` keeps it."""
+    memory, repo = served.pick(store)
+    capsule = memory.resolve(capsule_id, "capsules").entity
+    if mcp_sessions.is_live_session(memory, capsule):
+        return _kept_open(memory, repo, capsule, summary, evidence or ())
     capsule = memory.close_capsule(
         capsule_id, summary=summary, confidence=confidence, evidence=evidence or ()
     ).entity
@@ -320,6 +352,21 @@ def capsule_close(
     if capsule.get("summaryId"):
         structured["summary"] = memory.get(capsule["summaryId"]).entity
         text += f" with summary {capsule['summaryId']}"
+    return answer(text, structured)
+
+
+def _kept_open(memory, repo, capsule: dict, summary: str | None, evidence) -> CallToolResult:
+    text = (
+        f"kept {capsule['id']} open: it is the capsule of a live Claude Code session, "
+        "which closes it when the session ends"
+    )
+    structured: dict[str, Any] = {"capsule": capsule, "summary": None, "keptOpen": True}
+    if summary is not None:
+        logged = mcp_sessions.summarize(
+            memory, repo, summary, capsule_id=capsule["id"], evidence=evidence
+        ).entity
+        structured["summaryObservation"] = logged["id"]
+        text += f"; your summary is kept as {logged['id']} and becomes the session's summary"
     return answer(text, structured)
 
 
@@ -412,7 +459,7 @@ def build_server(memories: list) -> KindlingMCPServer:
     removing = hints(read_only=False, destructive=True, idempotent=True)
     for tool in (context, search, recent, get):
         register(server, served, tool, reading)
-    for tool in (log, capsule_open, capsule_close, pin):
+    for tool in (log, summarize, capsule_open, capsule_close, pin):
         register(server, served, tool, writing)
     for tool in (unpin, forget):
         register(server, served, tool, removing)
