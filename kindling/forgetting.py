@@ -10,6 +10,7 @@ the truth, and a stale index must not hide a copy.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,11 @@ MIN_CUT_QUOTE = 32
 # Lines of a forgotten text shorter than this ("}", "done.") are not looked for on their own.
 MIN_QUOTED_LINE = 8
 ELLIPSIS = "…"
+# A summary line names the observations it was built from at its end, by id prefixes:
+# `Tried: src/app.ts, but Bash: npm test failed again [3f9a1c2e 7b2c41d0]`.
+MIN_SOURCE_ID = 8
+_SOURCES = re.compile(r" \[([0-9a-f][0-9a-f-]{7,35}(?: [0-9a-f][0-9a-f-]{7,35})*)\]$")
+_LABEL = re.compile(r"^[A-Z][A-Za-z ]{0,30}: ")
 
 Edit = Callable[[dict], "dict | None"]  # the entity changed (a new dict), None: nothing to do
 
@@ -188,9 +194,40 @@ def _without_cut_quotes(content: str, flat: str) -> str:
     return content
 
 
-def _unquote_summary(text: str) -> Edit:
+# ---------------------------------------------------------------- lines that name their sources
+
+
+def sourced(line: str, ids: Iterable[str]) -> str:
+    """A summary line on one line, ending in the (short) ids of the observations it rests on."""
+    flat = fold(line)
+    tags = " ".join(dict.fromkeys(ids))
+    return f"{flat} [{tags}]" if tags else flat
+
+
+def sources_of(line: str) -> list[str]:
+    """The id prefixes a summary line names as its sources (none for an untagged line)."""
+    found = _SOURCES.search(line)
+    return found.group(1).split(" ") if found else []
+
+
+def without_lines_from(content: str, observation_id: str) -> str:
+    """`content` with each line built from the observation (its tag names a prefix of the id)
+    reduced to its label, the redaction marker and its tag: the other lines stay as they are."""
+    out = []
+    for line in content.split("\n"):
+        tags = sources_of(line)
+        if any(observation_id.startswith(t) for t in tags if len(t) >= MIN_SOURCE_ID):
+            label = _LABEL.match(line)
+            tag = _SOURCES.search(line).group(0)
+            line = f"{label.group(0) if label else ''}{REDACTED_CONTENT}{tag}"
+        out.append(line)
+    return "\n".join(out)
+
+
+def _unquote_summary(observation_id: str, text: str) -> Edit:
     def edit(summary: dict) -> dict | None:
-        content = without_quotes(summary["content"], text)
+        content = without_lines_from(summary["content"], observation_id)
+        content = without_quotes(content, text)
         return None if content == summary["content"] else {**summary, "content": content}
 
     return edit
@@ -279,7 +316,7 @@ class Plan:
         for summary in summaries:
             entity = summary.entity
             if oid in entity["evidenceRefs"] or entity["capsuleId"] in capsule_ids:
-                self.add(summary, f"it quotes observation {oid}", _unquote_summary(text))
+                self.add(summary, f"it quotes observation {oid}", _unquote_summary(oid, text))
 
     def ordered(self) -> list[Step]:
         # Observations last: if a write fails part way, forgetting again still finds the

@@ -209,6 +209,38 @@ class Memory:
                 capsule_id, summary=summary, confidence=confidence, evidence=evidence
             )
 
+    def replace_summary(
+        self,
+        summary_id: str,
+        *,
+        content: str,
+        confidence: float,
+        evidence: tuple[str, ...] | list[str] = (),
+    ) -> Written:
+        """Rewrite a summary in place (same id, capsule, time and scope), e.g. one the hooks
+        derive again (`kindling summarize --rebuild`); a forgotten one stays forgotten."""
+        from kindling.masking import mask_text
+        from kindling.model import REDACTED_CONTENT, validate
+
+        with self.batch():
+            target = self.resolve(summary_id, "summaries").entity["id"]
+            refs = [self.resolve(ref, "observations").entity["id"] for ref in evidence]
+            text, masked = mask_text(content)
+            if not text.strip():
+                raise ValidationError("summary must be a non-empty string")
+            with self.store.locked("summaries", target):
+                summary = self._lookup.load_for_update("summaries", target)
+                if summary["content"] == REDACTED_CONTENT:
+                    raise KindlingError(f"summary {target} was forgotten; it stays forgotten")
+                changed = {
+                    **summary,
+                    "content": text,
+                    "confidence": confidence,
+                    "evidenceRefs": list(dict.fromkeys(refs)),
+                }
+                validate("summaries", changed)
+                return self._writer.write("summaries", changed, masked)
+
     def pin(
         self,
         target_type: str,

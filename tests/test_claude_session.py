@@ -239,9 +239,12 @@ def test_a_documented_session_then_a_teammates_clone(repo, tmp_path):
     assert capsule["intent"] == PROMPT
     assert capsule["scopeIds"] == {"sessionId": FIRST, "repoId": REPO_ID, "agentId": "claude-code"}
     (summary,) = stored(store, "summaries")
-    assert summary["content"].startswith(FIX)
-    assert COMPACTED in summary["content"]
-    assert "Files changed: src/middleware/validateToken.ts." in summary["content"]
+    lines = summary["content"].split("\n")
+    assert lines[0].startswith(f"Asked: {PROMPT} [")
+    assert lines[1].startswith(
+        "Changed: src/middleware/validateToken.ts; then passed: Bash: npm test -- auth ["
+    )
+    assert lines[-1].startswith(f"Last message: {FIX} [")
     observations = {o["id"]: o for o in stored(store, "observations")}
     assert set(summary["evidenceRefs"]) <= set(capsule["observationIds"]) == set(observations)
     contents = [o["content"] for o in observations.values()]
@@ -280,7 +283,9 @@ def test_a_documented_session_then_a_teammates_clone(repo, tmp_path):
     assert "Math.floor" not in later and "rate limiter" in later
     asked = {**base("UserPromptSubmit", clone, third), "prompt": prompt}
     recalled = hook("UserPromptSubmit", asked, clone)
-    assert recalled is not None and "Math.floor(Date.now() / 1000)" in recalled  # the fix
+    # The fix: the session's summary, whose last message states it.
+    assert recalled is not None and f"[{summary['id'][:12]}]" in recalled
+    assert "Last message: Fixed the logout bug" in recalled
     assert len(recalled) <= 2_400
     again = hook("UserPromptSubmit", asked, clone)
     assert again is None or not set(_ids(again)) & set(_ids(recalled))
@@ -360,7 +365,8 @@ def test_a_session_that_never_ended_is_closed_at_the_next_start(repo):
     capsules = {c["scopeIds"]["sessionId"]: c for c in stored(repo / ".kindling", "capsules")}
     assert capsules[FIRST]["status"] == "closed" and capsules[SECOND]["status"] == "open"
     (summary,) = stored(repo / ".kindling", "summaries")
-    assert "Still failing: Bash: npm run lint." in summary["content"]
+    assert "\nStill failing: Bash: npm run lint -> exit 2 (lint errors) [" in summary["content"]
+    assert "\nInterrupted: the session never ended; its last activity was at " in summary["content"]
     assert "Open problems" in context and "npm run lint -> exit 2" in context
 
 

@@ -142,8 +142,7 @@ def test_finding_forget_a_secret_in_the_first_prompt_leaves_no_copy_in_intent_or
 
 
 def test_finding_forget_the_last_message_takes_the_lines_its_summary_quotes(run, project, tmp_path):
-    # The summary is Claude's last message without its label line: not the observation's
-    # whole text, only its lines.
+    # The summary's line built from Claude's last message goes; the others stay.
     message = f"Summary:\nDeployed with passphrase {SECRET} as asked.\nAll 42 tests pass."
     store = first_prompt_session(project, "deploy to staging", last_assistant_message=message)
     summary = only(store, "summaries")
@@ -152,7 +151,9 @@ def test_finding_forget_the_last_message_takes_the_lines_its_summary_quotes(run,
 
     ok(run("forget", stop["id"], store=store))
     content = only(store, "summaries")["content"]
-    assert content == f"{REDACTED_CONTENT}\n{REDACTED_CONTENT}"
+    asked, said = content.split("\n")
+    assert asked.startswith("Asked: deploy to staging [")  # built from the prompt: kept
+    assert said == f"Last message: {REDACTED_CONTENT} [{stop['id'][:8]}]"
     assert only(store, "capsules")["intent"] == "deploy to staging"  # not a copy: kept
     assert_no_copy_anywhere(run, store, tmp_path)
 

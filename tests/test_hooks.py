@@ -286,8 +286,9 @@ def test_a_whole_session(project, tmp_path):
     assert closed["status"] == "closed"
     assert closed["intent"] == "Users get logged out right after login"
     (summary,) = stored(project, "summaries")
-    assert "Files changed: src/middleware/validateToken.ts." in summary["content"]
-    assert "Still failing: Bash: npm run lint." in summary["content"]
+    assert "\nChanged: src/middleware/validateToken.ts [" in summary["content"]
+    assert "\nStill failing: Bash: npm run lint -> exit 2 (" in summary["content"]
+    assert "Interrupted" not in summary["content"]  # it ended
     assert summary["evidenceRefs"] and set(summary["evidenceRefs"]) <= set(closed["observationIds"])
 
 

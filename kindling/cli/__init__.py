@@ -40,6 +40,7 @@ COMMANDS = {
     "browse": "agents:browse_cmd",
     "mcp": "agents:mcp_cmd",
     "hook": "agents:hook_cmd",
+    "summarize": "agents:summarize_cmd",
     "watch": "watch:watch_cmd",
 }
 

@@ -1,4 +1,4 @@
-"""Commands where people and agents meet the memory: demo, browse, mcp, hook."""
+"""Commands where people and agents meet the memory: demo, browse, mcp, hook, summarize."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from kindling.cli.common import notice, open_memory
+from kindling.cli.common import echo_json, json_option, notice, open_memory
 from kindling.cli.format import echo
 
 
@@ -118,3 +118,49 @@ def hook_cmd(ctx: click.Context, event: str) -> None:
     from kindling.agents.hook_command import run_hook_command
 
     run_hook_command(event, ctx.find_root().obj["store"])
+
+
+@click.command("summarize")
+@click.option(
+    "--rebuild",
+    is_flag=True,
+    help="Derive the hooks' closing summaries of Claude Code sessions again, in place.",
+)
+@click.option("--capsule", "capsule", metavar="ID", help="Only this capsule (id or prefix).")
+@click.option("--dry-run", is_flag=True, help="List what would be rewritten; change nothing.")
+@json_option
+@click.pass_context
+def summarize_cmd(
+    ctx: click.Context, rebuild: bool, capsule: str | None, dry_run: bool, json_: bool
+) -> None:
+    """Rewrite the summaries the Claude Code hooks wrote, from their sessions' observations.
+
+    Each closed Claude Code session capsule whose summary the hooks wrote gets it derived
+    again (same summary id): what was asked, tried, found, changed, left failing and left to
+    do. Summaries a person or an agent wrote (`capsule close --summary`, MCP) are left alone.
+    Running it again changes nothing.
+
+    \b
+    Example:
+      kindling summarize --rebuild --dry-run
+      kindling summarize --rebuild
+    """
+    if not rebuild:
+        raise click.UsageError("nothing to do: pass --rebuild")
+    from kindling.agents.resummarize import REWRITTEN, SKIPPED, UNCHANGED, rebuild_summaries
+
+    with open_memory(ctx) as memory:
+        report = rebuild_summaries(memory, capsule=capsule, dry_run=dry_run)
+    if json_:
+        echo_json(report.as_dict())
+        return
+    verb = "would rewrite" if dry_run else "rewrote"
+    for item in report.of(REWRITTEN):
+        echo(f"{verb} summary {item.summary_id} (capsule {item.capsule_id})")
+    rewritten, unchanged = len(report.of(REWRITTEN)), len(report.of(UNCHANGED))
+    skipped = len(report.of(SKIPPED))
+    tail = f"; {skipped} left alone (not written by the hooks)" if skipped else ""
+    if rewritten:
+        echo(f"{rewritten} {verb}, {unchanged} already up to date{tail}")
+    else:
+        echo(f"Nothing to rewrite: {unchanged} already up to date{tail}")

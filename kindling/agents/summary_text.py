@@ -1,0 +1,118 @@
+"""The words a session summary quotes, picked out of recorded text without a model.
+
+- `<private>...</private>` sections are dropped from every text before anything is quoted;
+- a prompt starts a new task when it shares little with the words of the task before;
+- a turn-end message states a root cause in a sentence naming one ("root cause", "because",
+  "caused by", ...) and next steps in a sentence starting "Next", "TODO", "Remaining", ...;
+- an error is shown by its line that states it (`WorkerLostError: ...`), not by its run line.
+
+Every rule is a plain function of the text, so the same session always reads the same.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
+_WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
+_STOP = frozenset(
+    "the and for with that this from into onto have has had was were are not but you your "
+    "can could should would will please just also then than them they there here what when "
+    "where which while why how now let lets let's its it's our out all any some get got "
+    "make made use used look does did done more again still only very".split()
+)
+# A later prompt of fewer content words ("yes, go ahead") never starts a new task.
+MIN_TASK_WORDS = 3
+# A prompt sharing less than a third of its words with the current task starts a new one.
+SWITCH_OVERLAP = 0.34
+# A sentence ends at . ! ? followed by space and what starts a sentence, or at a line break.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[*-])|\n+")
+# How strongly a sentence states a cause: the first pattern it matches, strongest first.
+_CAUSES = (
+    re.compile(r"\broot[ -]cause\b", re.IGNORECASE),
+    re.compile(
+        r"\b(?:the (?:real |actual )?(?:cause|problem|issue|bug) (?:was|is)|caused by|the cause\b)",
+        re.IGNORECASE,
+    ),
+    re.compile(r"\b(?:because|due to)\b", re.IGNORECASE),
+)
+_NEXT = re.compile(r"^(?:[-*]\s*)?(?:next\b|todo\b|still to do\b|remaining\b)", re.IGNORECASE)
+_NAMED_ERROR = re.compile(r"\b[\w.]*(?:Error|Exception|Errno)\w*\b:|\berror(?:\[\w+\])?:")
+_ERROR_WORDS = re.compile(
+    r"error|exception|fail|fatal|panic|denied|refused|not found|timed out|traceback|cannot"
+    r"|could not|invalid|undefined|killed",
+    re.IGNORECASE,
+)
+_RUN_LINE = re.compile(r" -> (?:exit -?\d+|failed|interrupted)$")
+
+
+def public(text: str) -> str:
+    """`text` without its `<private>...</private>` sections (an unclosed one: to the end)."""
+    return _PRIVATE.sub(" ", text) if "<private" in text.lower() else text
+
+
+def words(text: str) -> set[str]:
+    """The content words of a text, lower case, for comparing prompts."""
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+def task_starts(turns: list[tuple[bool, str]]) -> list[int]:
+    """Of a session's turns in order ((is a prompt, text): prompts and what the agent said),
+    the indexes of the prompts that start a task: the first, and each later one sharing less
+    than SWITCH_OVERLAP of its words with the task going on (its prompts and answers)."""
+    starts: list[int] = []
+    current: set[str] = set()
+    for n, (prompt, text) in enumerate(turns):
+        found = words(text)
+        if not prompt:
+            current |= found
+        elif not starts:
+            starts.append(n)
+            current = set(found)
+        elif len(found) >= MIN_TASK_WORDS and len(found & current) < SWITCH_OVERLAP * len(found):
+            starts.append(n)
+            current = set(found)
+        else:
+            current |= found
+    return starts
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences (and lines) of a text, whitespace folded."""
+    return [" ".join(s.split()) for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def cause_strength(sentence: str) -> int:
+    """0 when the sentence states no cause; else higher for a plainer statement of one."""
+    for rank, pattern in enumerate(_CAUSES):
+        if pattern.search(sentence):
+            return len(_CAUSES) - rank
+    return 0
+
+
+def next_steps(text: str) -> list[str]:
+    """The sentences of a message that state what is left to do."""
+    return [s for s in sentences(text) if _NEXT.match(s)]
+
+
+def error_line(content: str) -> str:
+    """The line of an error record that states the error: a named one (`KeyError: 'x'`), else
+    the first that reads like an error, else the first of its output, else its run line."""
+    lines = [line.strip() for line in content.split("\n") if line.strip()]
+    body = lines[1:] if lines and _RUN_LINE.search(lines[0]) else lines
+    for test in (_NAMED_ERROR.search, _ERROR_WORDS.search):
+        for line in body[:80]:
+            if test(line):
+                return line
+    return body[0] if body else (lines[0] if lines else "")
+
+
+def run_line(content: str) -> str:
+    """The first line of a command record (`Bash: npm test -> exit 1`)."""
+    return content.split("\n", 1)[0].strip()
+
+
+def command_of(content: str) -> str:
+    """What a command record ran, without its outcome: `Bash: npm test`."""
+    first = run_line(content)
+    return re.sub(r" -> (?:exit -?\d+|failed|interrupted)$", "", first)
