@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -116,6 +117,55 @@ def merge_hooks(settings: dict[str, Any], command: str = "kindling") -> dict[str
     return merged
 
 
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """A JSON file holding an object; None when absent (or empty). Anything else is refused
+    with a KindlingError, and the file is left as it is."""
+    try:
+        raw = read_regular(path)
+        text = None if raw is None else raw.decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KindlingError(f"cannot read {path}: {exc}") from None
+    if text is None or not text.strip():
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise KindlingError(
+            f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}); it was left unchanged"
+        ) from None
+    if not isinstance(value, dict):
+        raise KindlingError(f"{path} does not hold a JSON object; it was left unchanged")
+    return value
+
+
+def write_json_merged(path: Path, merge: Callable[[dict], dict]) -> str:
+    """Merge into the JSON object at `path` (absent: {}); `created`, `updated` or `unchanged`."""
+    current = read_json_object(path)
+    existed = path.exists()
+    merged = merge(dict(current or {}))
+    if existed and current is not None and merged == current:
+        return "unchanged"
+    data = (json.dumps(merged, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        write_atomic(path, data)
+    except OSError as exc:
+        raise KindlingError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return "updated" if existed else "created"
+
+
+def settings_path(project_dir: str | os.PathLike, *, local: bool = False) -> Path:
+    """The project's Claude Code settings file (.claude/settings.local.json when `local`)."""
+    return Path(project_dir) / (LOCAL_SETTINGS_PATH if local else SETTINGS_PATH)
+
+
+def write_hooks(
+    project_dir: str | os.PathLike, *, command: str = "kindling", local: bool = False
+) -> tuple[Path, str]:
+    """Merge Kindling's hooks into the project's settings: (the path, what happened to it)."""
+    path = settings_path(project_dir, local=local)
+    return path, write_json_merged(path, lambda settings: merge_hooks(settings, command))
+
+
 def install_claude_code_hooks(
     project_dir: str | os.PathLike, *, command: str = "kindling", local: bool = False
 ) -> Path:
@@ -123,30 +173,4 @@ def install_claude_code_hooks(
 
     `local` writes .claude/settings.local.json (personal, not committed) instead.
     """
-    path = Path(project_dir) / (LOCAL_SETTINGS_PATH if local else SETTINGS_PATH)
-    settings: Any = {}
-    try:
-        raw = read_regular(path)
-        text = None if raw is None else raw.decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KindlingError(f"cannot read {path}: {exc}") from None
-    if text is not None:
-        if text.strip():
-            try:
-                settings = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise KindlingError(
-                    f"{path} is not valid JSON ({exc.msg}, line {exc.lineno}); "
-                    "it was left unchanged"
-                ) from None
-        if not isinstance(settings, dict):
-            raise KindlingError(f"{path} does not hold a JSON object; it was left unchanged")
-    merged = merge_hooks(settings, command)
-    if merged == settings and path.exists():
-        return path
-    data = (json.dumps(merged, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    try:
-        write_atomic(path, data)
-    except OSError as exc:
-        raise KindlingError(f"cannot write {path}: {exc.strerror or exc}") from None
-    return path
+    return write_hooks(project_dir, command=command, local=local)[0]

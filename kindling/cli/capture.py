@@ -40,25 +40,40 @@ def _report(written, json_: bool) -> None:
 @click.option(
     "--claude-code",
     is_flag=True,
-    help="Also add Kindling's hooks to the project's .claude/settings.json.",
+    help="Also set up Claude Code: hooks, the MCP server, a memory skill and slash commands.",
 )
 @click.option(
     "--local",
     is_flag=True,
-    help="With --claude-code: write .claude/settings.local.json (not committed) instead.",
+    help="With --claude-code: just for you (.claude/settings.local.json, listed in .gitignore).",
+)
+@click.option(
+    "--plugin",
+    "plugin_dir",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="With --claude-code: write the same as a Claude Code plugin folder DIR instead.",
 )
 @click.pass_context
-def init_cmd(ctx: click.Context, path: str | None, claude_code: bool, local: bool) -> None:
+def init_cmd(
+    ctx: click.Context, path: str | None, claude_code: bool, local: bool, plugin_dir: str | None
+) -> None:
     """Create a store: PATH/.kindling (default: the git work tree's top, else here).
 
     In a git work tree it also routes entity files to Kindling's merge driver
     (.kindling/.gitattributes and the repo's git config). Running it again is harmless.
+
+    --claude-code merges Kindling's hooks into .claude/settings.json and its MCP server into
+    .mcp.json, and writes a memory skill (.claude/skills/kindling-memory/) and slash commands
+    (.claude/commands/memory/); every other setting is kept. --plugin DIR writes all of it
+    as a Claude Code plugin instead (load it with `claude --plugin-dir DIR`).
 
     \b
     Example:
       kindling init
       kindling init --claude-code
       kindling init --claude-code --local
+      kindling init --claude-code --plugin ~/claude-plugins/kindling
       kindling --store /tmp/scratch-memory init
     """
     from kindling.git import setup as gitsetup
@@ -67,8 +82,10 @@ def init_cmd(ctx: click.Context, path: str | None, claude_code: bool, local: boo
     store = ctx.find_root().obj["store"]
     if store is not None and path is not None:
         raise click.UsageError("give either --store or PATH, not both")
-    if local and not claude_code:
-        raise click.UsageError("--local goes with --claude-code")
+    if (local or plugin_dir) and not claude_code:
+        raise click.UsageError(f"{'--local' if local else '--plugin'} goes with --claude-code")
+    if local and plugin_dir:
+        raise click.UsageError("--plugin writes a plugin folder; --local does not apply to it")
     root = Memory.init(path, store=store).store.root
     echo(f"Kindling store ready at {root}")
     gitsetup.install_gitattributes(root)
@@ -79,10 +96,21 @@ def init_cmd(ctx: click.Context, path: str | None, claude_code: bool, local: boo
     if repo is not None and gitsetup.register_merge_driver(repo):
         echo(f"Registered the Kindling merge driver in {repo}'s git config")
     if claude_code:
-        from kindling.agents.claude_settings import install_claude_code_hooks
+        from kindling.agents import claude_install
 
-        settings = install_claude_code_hooks(repo or root.parent, local=local)
-        echo(f"Claude Code hooks written to {settings}")
+        if plugin_dir is not None:
+            changes = claude_install.copy_plugin(plugin_dir)
+            base = claude_install.Path(plugin_dir).absolute()
+            echo(f"Claude Code plugin in {base}:")
+        else:
+            base = claude_install.Path(repo or root.parent).absolute()
+            changes = claude_install.install(base, local=local)
+            echo(f"Claude Code set up in {base}:")
+        for change in changes:
+            where = change.path.relative_to(base).as_posix()
+            echo(f"  {change.what:<9} {where}  ({change.purpose})")
+        if plugin_dir is not None:
+            echo(f"Load it with: claude --plugin-dir {base}")
 
 
 def _read_content(content: str) -> str:
