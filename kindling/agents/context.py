@@ -9,6 +9,7 @@ whose repoId is the repository's id or its folder's name.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, NamedTuple
 
 from kindling.agents.payload import one_line, short_id, when
@@ -211,6 +212,9 @@ def session_context(
     ][:CONTEXT_SUMMARIES]
     shown.update(s["id"] for s in summaries)
     said = {ref for s in summaries for ref in s.get("evidenceRefs", ())}
+    if found is not None and found.summary_id:
+        with contextlib.suppress(KindlingError):  # what the unfinished session's summary says
+            said.update(memory.get(found.summary_id).entity.get("evidenceRefs", ()))
     out.heading(
         "Recent session summaries (newest first):",
         [(_summary_line(memory, s), s["id"]) for s in summaries],
