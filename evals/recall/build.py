@@ -33,7 +33,14 @@ KINDLING_ROOT = HERE.parent.parent / "kindling"
 # Code whose change changes the store: this folder's build code, and the Kindling modules
 # that turn a hook payload into what is stored.
 BUILD_CODE = ("build.py", "feed.py", "routine.py")
-CAPTURE_CODE = ("agents/hooks.py", "agents/records.py", "agents/digest.py", "agents/payload.py")
+CAPTURE_CODE = (
+    "agents/hooks.py",
+    "agents/records.py",
+    "agents/digest.py",
+    "agents/summary.py",
+    "agents/summary_text.py",
+    "agents/payload.py",
+)
 MANIFEST = "build.json"
 
 

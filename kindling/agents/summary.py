@@ -26,6 +26,8 @@ from typing import NamedTuple
 
 from kindling.agents.payload import one_line
 from kindling.agents.summary_text import (
+    CAUSE_CHARS,
+    cause_in,
     cause_strength,
     command_of,
     error_line,
@@ -160,16 +162,17 @@ def _tried(members: list[dict], episode: Episode) -> Part | None:
 def _root_cause(turn_ends: list[dict]) -> Part | None:
     best: tuple[int, int, str, str] | None = None
     for n, obs in enumerate(turn_ends):
-        for sentence in sentences(_body(obs)):
+        said = sentences(_body(obs))
+        for k, sentence in enumerate(said):
             strength = cause_strength(sentence)
             if strength and (best is None or (strength, n) >= best[:2]):
-                best = (strength, n, sentence, obs["id"])
+                best = (strength, n, cause_in(said, k), obs["id"])
     if best is None:
         return None
     sentence = best[2]
     if sentence.lower().startswith("root cause:"):
         sentence = sentence[len("root cause:") :].strip()
-    return Part("Root cause", one_line(sentence, 400), [best[3]])
+    return Part("Root cause", one_line(sentence, CAUSE_CHARS), [best[3]])
 
 
 def _changed(members: list[dict], episode: Episode) -> Part | None:

@@ -34,9 +34,22 @@ _CAUSES = (
         r"\b(?:the (?:real |actual )?(?:cause|problem|issue|bug) (?:was|is)|caused by|the cause\b)",
         re.IGNORECASE,
     ),
-    re.compile(r"\b(?:because|due to)\b", re.IGNORECASE),
+    re.compile(
+        r"\b(?:because|due to|came from|comes from|stems from|results from|the reason"
+        r"|which is why|that is why|which explains|hence)\b",
+        re.IGNORECASE,
+    ),
 )
-_NEXT = re.compile(r"^(?:[-*]\s*)?(?:next\b|todo\b|still to do\b|remaining\b)", re.IGNORECASE)
+# A cause stated as a heading (`Root cause: the pool has no limit.`) goes on in the sentences
+# after it, up to the fix or what is next.
+_AFTER_CAUSE = re.compile(r"^(?:fix|fixed|next|todo|still to do|remaining)\b", re.IGNORECASE)
+CAUSE_CHARS = 400
+# "Next, ...", "Next I ...", "Next step: ..." (not "next build no longer fails": a command).
+_NEXT = re.compile(
+    r"^(?:[-*]\s*)?(?:next(?:\s+steps?)?\s*[:,]|next\s+(?:i|we|you|up|steps?)\b|todo\b"
+    r"|still to do\b|remaining\b)",
+    re.IGNORECASE,
+)
 _NAMED_ERROR = re.compile(r"\b[\w.]*(?:Error|Exception|Errno)\w*\b:|\berror(?:\[\w+\])?:")
 _ERROR_WORDS = re.compile(
     r"error|exception|fail|fatal|panic|denied|refused|not found|timed out|traceback|cannot"
@@ -88,6 +101,19 @@ def cause_strength(sentence: str) -> int:
         if pattern.search(sentence):
             return len(_CAUSES) - rank
     return 0
+
+
+def cause_in(said: list[str], n: int) -> str:
+    """The cause sentence `said[n]`, with the sentences after it when it is a heading (`Root
+    cause: ...`), up to CAUSE_CHARS and before the fix or what is next."""
+    quoted = said[n]
+    if not _CAUSES[0].match(quoted):
+        return quoted
+    for sentence in said[n + 1 :]:
+        if _AFTER_CAUSE.match(sentence) or len(quoted) + len(sentence) >= CAUSE_CHARS:
+            break
+        quoted = f"{quoted} {sentence}"
+    return quoted
 
 
 def next_steps(text: str) -> list[str]:
