@@ -244,6 +244,7 @@ def test_missing_sdk_says_how_to_install(run, monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     # Imported already (by another test in this process), the tools would not need the SDK.
     monkeypatch.delitem(sys.modules, "kindling.agents.mcp_tools", raising=False)
+    monkeypatch.delitem(sys.modules, "kindling.agents.mcp_publish", raising=False)
     result = run("mcp")
     assert result.exit_code == 1
     assert "pip install 'kindling-memory[mcp]'" in result.output

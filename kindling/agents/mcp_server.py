@@ -1,8 +1,8 @@
 """`kindling mcp`: a Model Context Protocol server over stdio for one or several stores.
 
-The tools and the server that publishes them are in kindling.agents.mcp_tools, which needs
-the MCP SDK (an optional extra); it is imported only here, once the stores have opened, so
-nothing else ever loads the SDK.
+The tools (kindling.agents.mcp_tools) and the server that publishes them
+(kindling.agents.mcp_publish) need the MCP SDK (an optional extra); they are imported only
+here, once the stores have opened, so nothing else ever loads the SDK.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def serve(stores: list[str] | tuple[str, ...] = ()) -> None:
 
 def _build_server(memories: list):
     try:
-        from kindling.agents.mcp_tools import build_server
+        from kindling.agents.mcp_publish import build_server
     except ImportError as exc:
         if exc.name is None or exc.name.startswith("kindling"):
             raise  # a fault of Kindling's own, not a missing extra

@@ -1,4 +1,4 @@
-"""The tools `kindling mcp` serves, and the server that publishes them (needs the MCP SDK).
+"""The tools `kindling mcp` serves (needs the MCP SDK; kindling.agents.mcp_publish serves them).
 
 Tools: context (what a Claude Code session start is told), search, recent, get, log,
 summarize, capsule_open, capsule_close, pin, unpin, forget; each annotated (read-only, destructive,
@@ -6,26 +6,21 @@ idempotent) and answering with compact text within a token budget plus lean stru
 content. Every tool takes an optional `store` naming which store (default: the first).
 
 Each tool is a plain function of the served stores and its arguments; `build_server`
-publishes it without the first parameter. This module imports the SDK at the top, so only
-kindling.agents.mcp_server.serve imports it, when `kindling mcp` runs. Type annotations are
+(kindling.agents.mcp_publish) publishes it without the first parameter. This module imports
+the SDK at the top, so only kindling.agents.mcp_server.serve imports it, when `kindling mcp`
+runs. Type annotations are
 evaluated where the tools are defined (no postponed annotations in this module), because
 the SDK reads them to publish each tool's input schema.
 """
 
-import inspect
-from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ConfigDict, Field, ValidationError, with_config
+from mcp.types import CallToolResult, TextContent
+from pydantic import ConfigDict, Field, with_config
 from typing_extensions import TypedDict
 
-from kindling import __version__
 from kindling.agents import context as agent_context
 from kindling.agents import mcp_sessions
-from kindling.agents.mcp_arguments import argument_problem
 from kindling.agents.mcp_text import DEFAULT_TOKENS, render_entities, render_search
 from kindling.errors import KindlingError
 from kindling.model import (
@@ -40,39 +35,6 @@ from kindling.search.request import SearchRequest
 
 MAX_QUERY_CHARS = 2_000
 MAX_IDS = 50
-
-INSTRUCTIONS = """\
-Kindling is this project's memory: observations (what happened), capsules (episodes of work)
-with summaries, and pins (what must always come back). Start with `context` for pins, recent
-session summaries, open problems and recent activity. Call `search` before working on
-something that may have come up before; `recent` lists the latest entries, `get` fetches
-entities by id. Record findings with `log`; in a Claude Code session, write your own summary
-of the session with `summarize` before you finish (its capsule stays open: the session's
-hooks close it). Elsewhere, group work with `capsule_open`/`capsule_close` (closing with a
-summary). `pin`/`unpin` what matters, and `forget` anything that should not have been
-recorded. Ids accept unique prefixes (6+ chars). Stores served: {stores}.
-"""
-
-
-class KindlingMCPServer(MCPServer):
-    """Tool errors as one line for a person: the caller's mistake, never the SDK's text."""
-
-    _schemas: dict[str, dict] | None = None
-
-    async def call_tool(self, name, arguments, context=None):
-        try:
-            return await super().call_tool(name, arguments, context)
-        except UnexpectedToolError:
-            raise  # already a generic line, and the SDK logs the crash behind it
-        except ToolError as exc:
-            if isinstance(exc.__cause__, ValidationError):
-                if self._schemas is None:
-                    self._schemas = {t.name: t.input_schema for t in await self.list_tools()}
-                schema = self._schemas.get(name, {})
-                message = argument_problem(name, exc.__cause__.errors(), schema)
-            else:
-                message = str(exc).removeprefix(f"Error executing tool {name}: ")
-            raise ToolError(message) from None
 
 
 class Served:
@@ -400,67 +362,3 @@ def forget(served: Served, id: Ref, store: StoreName = None) -> CallToolResult:
     memory, _ = served.pick(store)
     entity = memory.forget(id).entity
     return answer(f"forgot {entity['id']}", {"id": entity["id"], "redacted": True})
-
-
-# ---------------------------------------------------------------- the server
-
-
-def hints(*, read_only: bool, destructive: bool = False, idempotent: bool = False):
-    """A tool's annotations; no tool reaches beyond the stores it serves."""
-    return ToolAnnotations(
-        read_only_hint=read_only,
-        destructive_hint=destructive,
-        idempotent_hint=idempotent,
-        open_world_hint=False,
-    )
-
-
-def register(
-    server: MCPServer, served: Served, tool: Callable[..., CallToolResult], annotations: Any
-) -> None:
-    """Publish `tool` under its name, its first parameter (`served`) bound to these stores."""
-    signature = inspect.signature(tool)
-    store_name = Annotated[
-        str | None,
-        Field(description=f"Which store: {', '.join(served.names)} (default: the first)"),
-    ]
-    published = [
-        p.replace(annotation=store_name) if p.name == "store" else p
-        for p in list(signature.parameters.values())[1:]
-    ]
-
-    async def call(**kwargs: Any) -> CallToolResult:
-        # Every failure becomes a one-line tool error for the model, never a traceback.
-        try:
-            return tool(served, **kwargs)
-        except KindlingError as exc:
-            raise ToolError(str(exc)) from None
-        except Exception as exc:  # noqa: BLE001
-            raise ToolError(f"{tool.__name__} failed: {type(exc).__name__}") from None
-
-    call.__name__ = call.__qualname__ = tool.__name__
-    call.__doc__ = tool.__doc__
-    # The SDK reads this signature to publish the tool's input schema.
-    call.__signature__ = signature.replace(parameters=published)  # type: ignore[attr-defined]
-    server.add_tool(call, name=tool.__name__, annotations=annotations)
-
-
-def build_server(memories: list) -> KindlingMCPServer:
-    """An MCP server whose tools call the given kindling.Memory objects."""
-    served = Served(memories)
-    server = KindlingMCPServer(
-        "kindling",
-        version=__version__,
-        instructions=INSTRUCTIONS.format(stores=", ".join(served.names)),
-        log_level="WARNING",
-    )
-    reading = hints(read_only=True, idempotent=True)
-    writing = hints(read_only=False)
-    removing = hints(read_only=False, destructive=True, idempotent=True)
-    for tool in (context, search, recent, get):
-        register(server, served, tool, reading)
-    for tool in (log, summarize, capsule_open, capsule_close, pin):
-        register(server, served, tool, writing)
-    for tool in (unpin, forget):
-        register(server, served, tool, removing)
-    return server
