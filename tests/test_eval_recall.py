@@ -199,7 +199,7 @@ def test_every_ref_resolves_to_what_its_event_recorded(corpus):
     )
     # The summary of the episode's last session; the crashed first one closed on its own.
     summary = _entity(manifest, refs["api-zebrafish-own-file#summary"])
-    assert summary["content"].startswith(NEW_FIX)
+    assert f"\nLast message: {NEW_FIX} [" in summary["content"]
     assert summary["scopeIds"]["sessionId"] == feed.session_id("api-zebrafish-own-file", 1)
 
 

@@ -44,6 +44,7 @@ _CAUSES = (
 # after it, up to the fix or what is next.
 _AFTER_CAUSE = re.compile(r"^(?:fix|fixed|next|todo|still to do|remaining)\b", re.IGNORECASE)
 CAUSE_CHARS = 400
+_HEADING = re.compile(r"root[ -]cause\s*:", re.IGNORECASE)
 # "Next, ...", "Next I ...", "Next step: ..." (not "next build no longer fails": a command).
 _NEXT = re.compile(
     r"^(?:[-*]\s*)?(?:next(?:\s+steps?)?\s*[:,]|next\s+(?:i|we|you|up|steps?)\b|todo\b"
@@ -107,7 +108,7 @@ def cause_in(said: list[str], n: int) -> str:
     """The cause sentence `said[n]`, with the sentences after it when it is a heading (`Root
     cause: ...`), up to CAUSE_CHARS and before the fix or what is next."""
     quoted = said[n]
-    if not _CAUSES[0].match(quoted):
+    if not _HEADING.match(quoted):
         return quoted
     for sentence in said[n + 1 :]:
         if _AFTER_CAUSE.match(sentence) or len(quoted) + len(sentence) >= CAUSE_CHARS:
