@@ -18,6 +18,8 @@ WINDOW_BEFORE before), so a session of any length costs the same.
 
 from __future__ import annotations
 
+import bisect
+import functools
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -108,28 +110,29 @@ class Episode:
         rest.sort(key=lambda s: (s.rowid not in self.fix, -s.ts, s.id))
         return out + rest
 
+    @functools.cached_property
+    def _found(self) -> tuple[list[Step], list[tuple[int, str]]]:
+        """Its conclusions that were no failed attempt, oldest first, and their keys (read
+        once follow() has run)."""
+        found = [s for s in self.steps if s.is_conclusion and s.rowid not in self.attempts]
+        return found, [s.key for s in found]
+
     def answers(self, step: Step, reach: int) -> list[Step]:
         """The conclusions a step of this episode leads to: for a fixed error, its fix and
         what was reported after the fixing run; for other raw output, the next `reach`
         conclusions after it; for a conclusion, those before and after it. Never a failed
         attempt; always the summary."""
         out = [self.summary] if self.summary and self.summary.rowid != step.rowid else []
-        later = [
-            s
-            for s in self.steps
-            if s.key > step.key and s.is_conclusion and s.rowid not in self.attempts
-        ]
+        found, keys = self._found
+        after = bisect.bisect_right(keys, step.key)
+        later = found[after:]
         success = self.fixed.get(step.rowid)
         if success is not None:
             out.extend(self.fix_of.get(step.rowid, ()))
             out.extend(s for s in later if s.key > success.key and s.kind == "message")
         elif step.type == "summaries" or step.kind in CONCLUSION_KINDS and step.role is None:
-            earlier = [
-                s
-                for s in self.steps
-                if s.key < step.key and s.is_conclusion and s.rowid not in self.attempts
-            ]
-            out.extend(earlier[-reach:])
+            before = bisect.bisect_left(keys, step.key)
+            out.extend(found[max(0, before - reach) : before])
         out.extend(later[:reach])
         seen: set[int] = set()
         return [s for s in out if not (s.rowid in seen or seen.add(s.rowid))][: 2 * reach + 1]

@@ -175,8 +175,9 @@ class IndexReader:
             return set()
         where, params = self._searchable(scope=scope, kinds=kinds, since=since, exclude=exclude)
         marks = ", ".join("?" * len(wanted))
+        # NOT INDEXED: found by rowid, never by walking a type's rows in time order.
         sql = (
-            f"SELECT e.rowid FROM entities e JOIN fts ON fts.rowid = e.rowid "
+            f"SELECT e.rowid FROM entities e NOT INDEXED JOIN fts ON fts.rowid = e.rowid "
             f"WHERE e.rowid IN ({marks}) AND ({where})"
         )
         return {r[0] for r in self.conn.execute(sql, [*wanted, *params])}
@@ -213,6 +214,20 @@ class IndexReader:
             f"SELECT rowid, json FROM entities WHERE rowid IN ({marks})", rowids
         )
         return {rid: orjson.loads(data) for rid, data in rows}
+
+    def name_spellings(self, rowids: Iterable[int]) -> dict[int, str]:
+        """The other spellings of the names in each searchable text, as the index holds them
+        after the text (kindling.index.tokens.searchable): rowid -> those words."""
+        wanted = sorted(set(rowids))
+        if not wanted:
+            return {}
+        marks = ", ".join("?" * len(wanted))
+        rows = self.conn.execute(
+            f"SELECT f.rowid, f.body, json_extract(e.json, '$.content') FROM fts f "
+            f"JOIN entities e NOT INDEXED ON e.rowid = f.rowid WHERE f.rowid IN ({marks})",
+            wanted,
+        )
+        return {rowid: body[len(content) + 1 :] for rowid, body, content in rows}
 
     def counts(self) -> dict:
         """Entities by type, plus redacted observations and open capsules."""

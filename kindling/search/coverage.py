@@ -120,11 +120,12 @@ def rarest(index: Index) -> Callable[[list[Term], int], list[Term]]:
     return keep
 
 
-def matches(content: str, weights: Weights) -> dict[str, str]:
+def matches(content: str, weights: Weights, extra: str | None = None) -> dict[str, str]:
     """The query terms `content` holds, each with where: 'text', 'names' (another spelling of
-    a name) or 'variant' (another inflection of the word)."""
+    a name) or 'variant' (another inflection of the word). `extra`: the other spellings of
+    its names when known (the index holds them), else worked out when a term needs them."""
     found: dict[str, str] = {}
-    names = None  # the other spellings are worked out only when a term needs them
+    names = None if extra is None else _tokens(extra)
     text = _tokens(content)
     for term in weights.terms:
         phrases = [" " + " ".join(fold(t) for t in form) + " " for form in term.forms]

@@ -137,6 +137,7 @@ class Story:
     def __init__(self, episodes: dict[str, Episode], fixed_later: dict[int, Fixer]) -> None:
         self.episodes = episodes
         self.fixed_later = fixed_later
+        self._answers: dict[int, list[Step]] = {}
         self.steps: dict[int, tuple[Episode, Step]] = {}
         for episode in episodes.values():
             for step in (*episode.steps, *([episode.summary] if episode.summary else [])):
@@ -167,8 +168,11 @@ class Story:
         return RAW_WEIGHT if hit.kind in RAW_KINDS else 1.0
 
     def answers(self, hit: Hit) -> list[Step]:
-        found = self.steps.get(hit.rowid)
-        return found[0].answers(found[1], EPISODE_REACH) if found else []
+        """The conclusions a match leads to in its episode (worked out once per match)."""
+        if hit.rowid not in self._answers:
+            found = self.steps.get(hit.rowid)
+            self._answers[hit.rowid] = found[0].answers(found[1], EPISODE_REACH) if found else []
+        return self._answers[hit.rowid]
 
 
 def unfixed_errors(episodes: dict[str, Episode], first: list[Hit], limit: int) -> list[Step]:

@@ -217,7 +217,11 @@ def candidate_tier(
     contents = {rowid: entity["content"] for rowid, entity in entities.items()}
     weights = coverage.weights(index, terms)
     # Only matches have a coverage; a conclusion reached through its episode did not match.
-    matched = {h.rowid: coverage.matches(contents[h.rowid], weights) for h in hits}
+    spellings = index.name_spellings(h.rowid for h in hits)
+    matched = {
+        h.rowid: coverage.matches(contents[h.rowid], weights, spellings.get(h.rowid))
+        for h in hits
+    }
     covered = {rowid: coverage.coverage(found, weights) for rowid, found in matched.items()}
     asked = rank.Asked(frozenset(w.lower() for w in words(text)), matched, weights.idf)
     ranked.items = rank.score_hits(hits, story, covered, now, allowed, asked)
