@@ -35,6 +35,7 @@ from kindling.agents.summary_text import (
     public,
     sentences,
     task_starts,
+    the_ask,
 )
 from kindling.clock import format_utc
 from kindling.forgetting import MIN_SOURCE_ID, sourced
@@ -124,7 +125,7 @@ def _asked(members: list[dict]) -> Part | None:
         return None
     starts = task_starts([(role_of(o) == "prompt", o["content"]) for o in turns])
     shown = [turns[i] for i in starts[:TASKS]]
-    texts = [one_line(p["content"], 300 if n == 0 else 200) for n, p in enumerate(shown)]
+    texts = [one_line(the_ask(p["content"]), 300 if n == 0 else 200) for n, p in enumerate(shown)]
     more = f"; and {len(starts) - TASKS} more" if len(starts) > TASKS else ""
     return Part("Asked", "; then: ".join(texts) + more, [p["id"] for p in shown])
 

@@ -25,6 +25,8 @@ _STOP = frozenset(
 MIN_TASK_WORDS = 3
 # A prompt sharing less than a third of its words with the current task starts a new one.
 SWITCH_OVERLAP = 0.34
+# A prompt's first line shorter than this says too little on its own.
+ASK_CHARS = 40
 # A sentence ends at . ! ? followed by space and what starts a sentence, or at a line break.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(\[*-])|\n+")
 # How strongly a sentence states a cause: the first pattern it matches, strongest first.
@@ -42,9 +44,13 @@ _CAUSES = (
 )
 # A cause stated as a heading (`Root cause: the pool has no limit.`) goes on in the sentences
 # after it, up to the fix or what is next.
-_AFTER_CAUSE = re.compile(r"^(?:fix|fixed|next|todo|still to do|remaining)\b", re.IGNORECASE)
-CAUSE_CHARS = 400
-_HEADING = re.compile(r"root[ -]cause\s*:", re.IGNORECASE)
+_AFTER_CAUSE = re.compile(
+    r"^(?:fix|fixed|next|todo|still to do|remaining|done|now|gave|added|changed|switched"
+    r"|removed|reverted|replaced|updated|moved|set|made|i|i'll|i've|let's|let me)(?![\w'])",
+    re.IGNORECASE,
+)
+CAUSE_CHARS = 600
+_HEADING = re.compile(r"(?:the\s+)?root[ -]cause\b", re.IGNORECASE)
 # "Next, ...", "Next I ...", "Next step: ..." (not "next build no longer fails": a command).
 _NEXT = re.compile(
     r"^(?:[-*]\s*)?(?:next(?:\s+steps?)?\s*[:,]|next\s+(?:i|we|you|up|steps?)\b|todo\b"
@@ -91,6 +97,16 @@ def task_starts(turns: list[tuple[bool, str]]) -> list[int]:
     return starts
 
 
+def the_ask(prompt: str) -> str:
+    """What a prompt asks, without what was pasted into it: its first line, or its first
+    paragraph when that line alone says little (under ASK_CHARS)."""
+    text = prompt.strip()
+    first = text.split("\n", 1)[0]
+    if len(first.strip()) >= ASK_CHARS:
+        return first
+    return text.split("\n\n", 1)[0]
+
+
 def sentences(text: str) -> list[str]:
     """The sentences (and lines) of a text, whitespace folded."""
     return [" ".join(s.split()) for s in _SENTENCE_END.split(text) if s.strip()]
@@ -105,8 +121,9 @@ def cause_strength(sentence: str) -> int:
 
 
 def cause_in(said: list[str], n: int) -> str:
-    """The cause sentence `said[n]`, with the sentences after it when it is a heading (`Root
-    cause: ...`), up to CAUSE_CHARS and before the fix or what is next."""
+    """The cause sentence `said[n]`, with the sentences after it when it opens with "root
+    cause" (`Root cause: ...`), up to CAUSE_CHARS and before the fix, what was done or what
+    is next."""
     quoted = said[n]
     if not _HEADING.match(quoted):
         return quoted
