@@ -22,11 +22,11 @@ on to the conclusions of its session that answer it (the summary, the fix of a f
 the findings after it), so pasting an error finds the fix, above the error itself.
 
 Supersession: when a later episode of the same repository addressed the same problem as an
-earlier one the query finds (it met an error with the same signature and fixed it; or, both
-answering the query within SUPERSEDE_SHARE of the best, one of its runs fixed one of the
-earlier one's errors, or it changed a file the earlier one changed, one the query does not
-name, matching COVERS of the query terms the earlier one matched), it supersedes the
-earlier one: the earlier one's entities lose SUPERSEDED_CUT of
+earlier one the query finds (it met an error with the same signature and fixed it; or it is
+where one of the earlier one's failing runs first passed again; or, both answering the query
+within SUPERSEDE_SHARE of the best, it changed a file the earlier one changed, one the query
+does not name, matching COVERS of the query terms the earlier one matched), it supersedes
+the earlier one: the earlier one's entities lose SUPERSEDED_CUT of
 their score, and at least enough to score below BELOW times the later episode's best, and
 name what superseded them. Recency only breaks near-ties.
 Everything is arithmetic on stored values, so results reproduce.
@@ -292,16 +292,16 @@ def _supersedes(
     scored: dict[int, Scored],
 ) -> bool:
     """Whether `later` addressed the problem `earlier` did: it met an error with the same
-    signature and fixed it; or, both answering the query nearly as well, one of its runs
-    fixed one of the earlier one's errors, or it changed a file the earlier one changed
-    while matching most of the query terms the earlier one matched (a file the query names
-    does not count: every episode that touched it answers as well)."""
+    signature and fixed it; or it is where one of the earlier one's failing runs first
+    passed again; or, both answering the query nearly as well, it changed a file the earlier
+    one changed while matching most of the query terms the earlier one matched (a file the
+    query names does not count: every episode that touched it answers as well)."""
     if earlier.signatures & later.signatures and later.fix:
         return True
+    if later.session in story.fixed_in.get(earlier.session, ()):
+        return True  # where the earlier one's failing run first passed again
     if min(best[later.session], best[earlier.session]) < SUPERSEDE_SHARE * top:
         return False
-    if later.session in story.fixed_in.get(earlier.session, ()):
-        return True
     shared = [
         f for f in earlier.files & later.files if not set(_PATH_WORD.findall(f)) <= asked.words
     ]
