@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from kindling.agents.payload import one_line, short_id, when
 from kindling.agents.recent_work import recent_activity
+from kindling.agents.summary import gist
 from kindling.agents.unfinished import LOOK_BACK, latest_interrupted, unfinished_lines
 from kindling.clock import now_ms
 from kindling.errors import KindlingError
@@ -132,7 +133,7 @@ def _summary_line(memory, summary: dict) -> str:
         intent = f"{one_line(capsule['intent'], 100)}: "
     except KindlingError:
         pass
-    text = one_line(summary["content"], 600)
+    text = gist(summary["content"], 600)
     return f"- {when(summary['ts'])} {intent}{text}  [{short_id(summary['id'])}]"
 
 
@@ -247,7 +248,7 @@ def session_context(
 def _recall_line(entity: dict, kind: str, superseded_by: str | None) -> str:
     ts = entity.get("ts", 0)
     mark = f" (superseded by [{short_id(superseded_by)}])" if superseded_by else ""
-    text = one_line(entity["content"], 300)
+    text = gist(entity["content"], 300) if kind == "summary" else one_line(entity["content"], 300)
     return f"- {when(ts)} [{kind}]{mark} {text}  [{short_id(entity['id'])}]"
 
 

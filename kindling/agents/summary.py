@@ -297,3 +297,28 @@ def parts_of(content: str) -> dict[str, str] | None:
             text = text[: -len(" [" + " ".join(tags) + "]")]
         out[label] = text
     return out or None
+
+
+# What a reader of a summary in one line needs first: the answer, then how it was reached.
+GIST_ORDER = (
+    "Summary",
+    "Root cause",
+    "Changed",
+    "Still failing",
+    "Last message",
+    "Interrupted",
+    "Next",
+)
+
+
+def gist(content: str, width: int) -> str:
+    """A summary as one line of at most `width` characters, its answer first: the agent's
+    own summary, the root cause, what changed, what still fails (sources dropped); a summary
+    in another format, as it is."""
+    parts = parts_of(content)
+    if not parts:
+        return one_line(content, width)
+    chosen = [f"{label}: {parts[label]}" for label in GIST_ORDER if parts.get(label)]
+    if not chosen:
+        chosen = [f"{label}: {text}" for label, text in parts.items()]
+    return one_line(" ".join(chosen), width)
