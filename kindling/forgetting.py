@@ -10,7 +10,6 @@ the truth, and a stale index must not hide a copy.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from kindling.errors import KindlingError, ValidationError
 from kindling.fileio import is_temp_name, read_regular
 from kindling.model import ENTITY_TYPES, REDACTED_CONTENT, SINGULAR
 from kindling.store import Problem, Store
+from kindling.summary_format import LABEL, MIN_SOURCE_ID, SOURCES, fold, sources_of
 
 # A quote cut short with "…" (how a hook titles a capsule after its first prompt, or a digest
 # cites it) counts from this many characters on: a shorter head is too common to be a copy.
@@ -30,9 +30,6 @@ MIN_QUOTED_LINE = 8
 ELLIPSIS = "…"
 # A summary line names the observations it was built from at its end, by id prefixes:
 # `Tried: src/app.ts, but Bash: npm test failed again [3f9a1c2e 7b2c41d0]`.
-MIN_SOURCE_ID = 8
-_SOURCES = re.compile(r" \[([0-9a-f][0-9a-f-]{7,35}(?: [0-9a-f][0-9a-f-]{7,35})*)\]$")
-_LABEL = re.compile(r"^[A-Z][A-Za-z ]{0,30}: ")
 
 Edit = Callable[[dict], "dict | None"]  # the entity changed (a new dict), None: nothing to do
 
@@ -142,11 +139,6 @@ def kept_fields_hold(entity: dict, needle: str) -> bool:
 # ---------------------------------------------------------------- quotes of a forgotten text
 
 
-def fold(text: str) -> str:
-    """`text` on one line, runs of whitespace as one space (as hooks title and cite prompts)."""
-    return " ".join(text.split())
-
-
 def intent_quotes(intent: str, text: str) -> bool:
     """True when a capsule's intent is a copy of `text`: it holds all of it (whitespace folded),
     or it is the text cut short with "…", as a hook titles a session after its first prompt.
@@ -197,19 +189,6 @@ def _without_cut_quotes(content: str, flat: str) -> str:
 # ---------------------------------------------------------------- lines that name their sources
 
 
-def sourced(line: str, ids: Iterable[str]) -> str:
-    """A summary line on one line, ending in the (short) ids of the observations it rests on."""
-    flat = fold(line)
-    tags = " ".join(dict.fromkeys(ids))
-    return f"{flat} [{tags}]" if tags else flat
-
-
-def sources_of(line: str) -> list[str]:
-    """The id prefixes a summary line names as its sources (none for an untagged line)."""
-    found = _SOURCES.search(line)
-    return found.group(1).split(" ") if found else []
-
-
 def without_lines_from(content: str, observation_id: str) -> str:
     """`content` with each line built from the observation (its tag names a prefix of the id)
     reduced to its label, the redaction marker and its tag: the other lines stay as they are."""
@@ -217,8 +196,8 @@ def without_lines_from(content: str, observation_id: str) -> str:
     for line in content.split("\n"):
         tags = sources_of(line)
         if any(observation_id.startswith(t) for t in tags if len(t) >= MIN_SOURCE_ID):
-            label = _LABEL.match(line)
-            tag = _SOURCES.search(line).group(0)
+            label = LABEL.match(line)
+            tag = SOURCES.search(line).group(0)
             line = f"{label.group(0) if label else ''}{REDACTED_CONTENT}{tag}"
         out.append(line)
     return "\n".join(out)

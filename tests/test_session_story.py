@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from kindling.agents.hooks import run_hook
-from kindling.agents.summary import parts_of
 from kindling.memory import Memory
+from kindling.summary_format import parts_of
 
 HOUR = 60 * 60 * 1000
 T0 = 1_780_000_000_000

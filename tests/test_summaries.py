@@ -11,11 +11,10 @@ from click.testing import CliRunner
 
 from kindling.agents import digest
 from kindling.agents.hooks import run_hook
-from kindling.agents.summary import parts_of
 from kindling.cli import cli
-from kindling.forgetting import sources_of
 from kindling.memory import Memory
 from kindling.model import REDACTED_CONTENT
+from kindling.summary_format import parts_of, sources_of
 
 SESSION = "5e1f0c2a-7b3d-4e9f-8a6c-0d1e2f3a4b5c"
 START = 1_780_000_000_000  # 2026-05-28 20:26:40 UTC

@@ -17,12 +17,12 @@ from typing import NamedTuple
 
 from kindling.agents.digest import STALE_AFTER_MS, members
 from kindling.agents.payload import SOURCE, one_line
-from kindling.agents.summary import build, parts_of
+from kindling.agents.summary import build
 from kindling.errors import KindlingError
-from kindling.forgetting import sources_of
 from kindling.index.traits import hook_of, provenance
 from kindling.masking import mask_text
 from kindling.model import REDACTED_CONTENT
+from kindling.summary_format import parts_of, sources_of
 
 REWRITTEN, UNCHANGED, SKIPPED = "rewritten", "unchanged", "skipped"
 _DIGEST_PARTS = ("Files changed: ", "Failed, then passed: ", "Still failing: ")

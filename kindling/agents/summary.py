@@ -38,9 +38,9 @@ from kindling.agents.summary_text import (
     the_ask,
 )
 from kindling.clock import format_utc
-from kindling.forgetting import MIN_SOURCE_ID, sourced
 from kindling.index.episodes import Episode, Step, follow
 from kindling.index.traits import hook_of, provenance, role_of, traits
+from kindling.summary_format import MIN_SOURCE_ID, parts_of, sourced
 
 MAX_SUMMARY_CHARS = 6_000
 MAX_EVIDENCE = 20
@@ -49,18 +49,6 @@ TASKS = 5
 LAST_MESSAGE_CHARS = 2_500
 AGENT_SUMMARY_CHARS = 3_000
 TURN_END = ("Stop", "SubagentStop")
-LABELS = (
-    "Summary",
-    "Asked",
-    "Tried",
-    "Root cause",
-    "Changed",
-    "Still failing",
-    "Next",
-    "Interrupted",
-    "Last message",
-    "Recorded",
-)
 CONFIDENCE = {"agent": 0.9, "message": 0.8, "mechanical": 0.5}
 
 
@@ -281,22 +269,6 @@ def _activity(members: list[dict]) -> str:
         kinds[obs["kind"]] = kinds.get(obs["kind"], 0) + 1
     counted = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
     return f"{counted}; no changes or failures"
-
-
-def parts_of(content: str) -> dict[str, str] | None:
-    """A summary in this format read back: label -> text (sources dropped); None otherwise."""
-    from kindling.forgetting import sources_of
-
-    out = {}
-    for line in content.split("\n"):
-        label, sep, text = line.partition(": ")
-        if not sep or label not in LABELS or label in out:
-            return None
-        tags = sources_of(line)
-        if tags:
-            text = text[: -len(" [" + " ".join(tags) + "]")]
-        out[label] = text
-    return out or None
 
 
 # What a reader of a summary in one line needs first: the answer, then how it was reached.

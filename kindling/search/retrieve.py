@@ -19,6 +19,7 @@ from kindling.search import coverage, rank
 from kindling.search.context import TermSet, match_context
 from kindling.search.fts_query import any_of, compile_query, plain_terms, words
 from kindling.search.request import SearchRequest, as_request
+from kindling.summary_format import answer_part
 
 PROVIDER = "local-fts"
 # Matches (best by bm25) that are scored: enough that coverage, episodes and the kind weight
@@ -219,10 +220,12 @@ def candidate_tier(
     # Only matches have a coverage; a conclusion reached through its episode did not match.
     spellings = index.name_spellings(h.rowid for h in hits)
     matched = {
-        h.rowid: coverage.matches(contents[h.rowid], weights, spellings.get(h.rowid))
-        for h in hits
+        h.rowid: coverage.matches(contents[h.rowid], weights, spellings.get(h.rowid)) for h in hits
     }
     covered = {rowid: coverage.coverage(found, weights) for rowid, found in matched.items()}
+    for hit in hits:
+        if hit.type == "summaries":
+            covered[hit.rowid] = summary_coverage(contents[hit.rowid], covered[hit.rowid], weights)
     asked = rank.Asked(frozenset(w.lower() for w in words(text)), matched, weights.idf)
     ranked.items = rank.score_hits(hits, story, covered, now, allowed, asked)
     ranked.total += sum(1 for item in ranked.items if not item.matched)
@@ -230,6 +233,16 @@ def candidate_tier(
     ranked.matched, ranked.covered, ranked.weights = matched, covered, weights
     ranked.terms = TermSet(terms)
     return ranked
+
+
+def summary_coverage(content: str, covered: float, weights: coverage.Weights) -> float:
+    """A structured summary's coverage: its answer lines weigh fully, its problem lines (what
+    was asked, tried, still fails) as raw output does (kindling.summary_format)."""
+    answer = answer_part(content)
+    if answer is None:
+        return covered
+    held = coverage.coverage(coverage.matches(answer, weights), weights)
+    return max(held, rank.RAW_WEIGHT * covered)
 
 
 def explanation(
