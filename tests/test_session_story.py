@@ -176,11 +176,13 @@ def test_three_sessions_two_clones_a_crash_and_a_task_switch(clones, monkeypatch
     # The first session's summary is there, its answer first, with its id to `show`.
     assert f"[{summary['id'][:12]}]" in context
 
-    # The teammate pastes the old error: its fix was in the start block, so nothing repeats.
+    # The teammate pastes the old error: recall answers with the fix, never the stored error,
+    # and repeats nothing the start block showed.
     recalled = mate.send(
         "UserPromptSubmit", TEAMMATE, prompt="TokenExpiredError: jwt expired right after login"
     )
-    assert recalled is None
+    assert recalled is not None and "Math.floor" in recalled
+    assert "FAIL auth.test.ts" not in recalled and f"[{summary['id'][:12]}]" not in recalled
 
     # The same repository set up for Claude Code: hooks, MCP server, skill and commands.
     result = subprocess.run(
