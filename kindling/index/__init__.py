@@ -16,7 +16,7 @@ Modules, in the order they depend on each other:
 """
 
 from kindling.index.db import Index
-from kindling.index.episodes import Episode, Step
+from kindling.index.episodes import Episode, Fixer, Step
 from kindling.index.schema import FileRead, Hit, Problem, SyncReport
 
-__all__ = ["Episode", "FileRead", "Hit", "Index", "Problem", "Step", "SyncReport"]
+__all__ = ["Episode", "FileRead", "Fixer", "Hit", "Index", "Problem", "Step", "SyncReport"]

@@ -39,8 +39,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from kindling.index import Episode, Hit, Step
-from kindling.index.episodes import Fixer
+from kindling.index import Episode, Fixer, Hit, Step
+from kindling.index.episodes import RAW_KINDS
 
 # bm25 at which a match is half saturated: about one rare term's worth.
 K = 8.0
@@ -54,7 +54,6 @@ RECENCY_WINDOW_MS = 30 * 24 * 60 * 60 * 1000
 RAW_WEIGHT = 0.6
 SPENT_WEIGHT = 0.45  # an error that was fixed, a failed attempt
 ASKED_WEIGHT = 0.3  # a person's prompt, a session marker
-RAW_KINDS = ("error", "command", "tool_call")
 # How many conclusions a match reaches on each side of it in its session.
 EPISODE_REACH = 4
 # Only the best matches (by bm25) pass strength on, from at most EPISODES sessions.
@@ -62,13 +61,14 @@ EPISODE_SOURCES = 30
 EPISODES = 12
 # Errors of those episodes whose later fix is looked up.
 FIX_LOOKUPS = 24
-# Supersession: both episodes answer the query at least this share of the best one's score.
+# Supersession: both episodes answer the query at least this share of the best one's score;
 SUPERSEDE_SHARE = 0.4
-SUPERSEDED_CUT = 0.5
-# One that changed the same file matches at least this (idf-weighted) share of the query
+# one that changed the same file matches at least this (idf-weighted) share of the query
 # terms the earlier one matched: the same problem, not another change to a busy file.
 COVERS = 0.5
-# ... and at most this share of the best score of the episode that superseded it.
+# A superseded item loses this share of its score, and scores at most BELOW times the best
+# score of the episode that superseded it.
+SUPERSEDED_CUT = 0.5
 BELOW = 0.9
 
 

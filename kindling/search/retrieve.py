@@ -3,7 +3,9 @@
 The result is the RetrieveResult of retrieval.txt, with entities exactly as stored. Everything
 is deterministic for a given store, query and `now` (KINDLING_NOW), so results reproduce. How
 candidates are scored is in kindling.search.rank; with `explain`, each candidate carries the
-parts of its score, which add up to it.
+parts of its score, which add up to it, and the result says why its current summary was
+chosen. The current summary is the scope's session's with a sessionId, else the summary of
+the episode that best answers the query (Ranked.take_summary), or none.
 """
 
 from __future__ import annotations
