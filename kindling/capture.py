@@ -24,6 +24,7 @@ from kindling.masking import mask_json, mask_scope_ids, mask_text
 from kindling.model import (
     MAX_TIMESTAMP_MS,
     PLURAL,
+    derived_id,
     kind_errors,
     new_id,
     scope_errors,
@@ -165,8 +166,14 @@ class Capture:
         summary: str | None = None,
         confidence: float = 1.0,
         evidence: tuple[str, ...] | list[str] = (),
+        settled: bool = False,
     ) -> Written:
-        """Close a capsule, writing its summary first when one is given."""
+        """Close a capsule, writing its summary first when one is given.
+
+        `settled`: the close depends only on what the capsule holds, so every clone that
+        makes it writes the same bytes (git merges them without a conflict): it is dated at
+        the capsule's last activity, not now, and its summary's id derives from the capsule's.
+        """
         target = self.lookup.resolve(capsule_id, "capsules").entity["id"]
         evidence_ids = [self.lookup.resolve(ref, "observations").entity["id"] for ref in evidence]
         evidence_ids = list(dict.fromkeys(evidence_ids))
@@ -179,13 +186,14 @@ class Capture:
             capsule = self.lookup.load_for_update("capsules", target)
             if capsule["status"] != "open":
                 raise KindlingError(f"capsule {target} is already closed")
-            closed_at = max(now_ms(), capsule["openedAt"])
+            last = self._last_activity(capsule) if settled else now_ms()
+            closed_at = max(last, capsule["openedAt"])
             capsule.update(status="closed", closedAt=closed_at)
             summary_entity = None
             if summary is not None:
                 text, masked = mask_text(summary)
                 summary_entity = {
-                    "id": new_id("summaries"),
+                    "id": derived_id("summaries", target) if settled else new_id("summaries"),
                     "content": text,
                     "confidence": confidence,
                     "evidenceRefs": evidence_ids,
@@ -199,6 +207,15 @@ class Capture:
             if summary_entity is not None:
                 self.write("summaries", summary_entity, masked)
             return self.write("capsules", capsule, masked)
+
+    def _last_activity(self, capsule: dict) -> int:
+        """The time of the capsule's latest observation that is still there, else its opening."""
+        for obs_id in reversed(capsule["observationIds"]):
+            try:
+                return self.lookup.resolve(obs_id, "observations").entity["ts"]
+            except KindlingError:
+                continue
+        return capsule["openedAt"]
 
     def pin(
         self,

@@ -202,11 +202,17 @@ class Memory:
         summary: str | None = None,
         confidence: float = 1.0,
         evidence: tuple[str, ...] | list[str] = (),
+        settled: bool = False,
     ) -> Written:
-        """Close a capsule, writing its summary first when one is given."""
+        """Close a capsule, writing its summary first when one is given; `settled`: as every
+        clone would (dated at its last activity, the summary's id derived from the capsule's)."""
         with self.batch():
             return self._capture.close_capsule(
-                capsule_id, summary=summary, confidence=confidence, evidence=evidence
+                capsule_id,
+                summary=summary,
+                confidence=confidence,
+                evidence=evidence,
+                settled=settled,
             )
 
     def replace_summary(

@@ -113,6 +113,14 @@ def check_id(value: object, what: str = "id") -> str:
     return value  # type: ignore[return-value]
 
 
+def derived_id(entity_type: str, key: str) -> str:
+    """A capsule, summary or pin id every writer derives alike from `key` (32 hex of its
+    SHA-256), for an entity two clones may each write for the same reason."""
+    from kindling.hashing import hexdigest
+
+    return _ID_PREFIXES[entity_type] + hexdigest(f"{entity_type}:{key}".encode())[:32]
+
+
 def new_id(entity_type: str) -> str:
     """A fresh id: lowercase UUIDv4 for observations, `cap_`/`sum_`/`pin_` + 32 hex otherwise."""
     raw = bytearray(os.urandom(16))

@@ -196,3 +196,32 @@ def test_three_sessions_two_clones_a_crash_and_a_task_switch(clones, monkeypatch
     assert "description:" in skill.split("---", 2)[1]
     hooks = json.loads((theirs / ".claude" / "settings.json").read_text())["hooks"]
     assert {"SessionStart", "UserPromptSubmit", "PostToolUse", "SessionEnd"} <= set(hooks)
+
+
+def test_two_clones_closing_the_same_stale_capsule_write_the_same_bytes(clones, monkeypatch):
+    origin, mine, theirs = clones
+    me = Claude(mine, monkeypatch)
+    me.send("SessionStart", CRASHED, source="startup")
+    me.send("UserPromptSubmit", CRASHED, prompt=LINT)
+    me.edit(CRASHED, "src/webhooks/retry.ts", "console.log(e)", "log.warn({ err: e })")
+    me.bash(CRASHED, "npm run lint", "src/webhooks/retry.ts:3:1 'log' is not defined", 1)
+    git("add", "-A", cwd=mine)
+    git("commit", "-m", "work", cwd=mine)
+    git("push", "origin", "HEAD:main", cwd=mine)
+    git("clone", str(origin), str(theirs), cwd=mine.parent)
+    # Each clone starts its own session at its own moment, hours later: both close the
+    # crashed session's capsule, with the same bytes, so their pushes merge cleanly.
+    me.at(T0 + 5 * HOUR)
+    me.send("SessionStart", FIRST, source="startup")
+    mate = Claude(theirs, monkeypatch)
+    mate.at(T0 + 9 * HOUR)
+    mate.send("SessionStart", TEAMMATE, source="startup")
+
+    def closed(project: Path) -> dict[str, bytes]:
+        with Memory(project / ".kindling") as memory:
+            capsule = memory.list("capsules", scope={"sessionId": CRASHED})[0]
+            assert capsule["status"] == "closed" and capsule["summaryId"]
+            found = [memory.get(capsule["id"]), memory.get(capsule["summaryId"])]
+        return {Path(f.path).name: Path(f.path).read_bytes() for f in found}
+
+    assert closed(mine) == closed(theirs)

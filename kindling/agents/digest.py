@@ -52,13 +52,16 @@ def close_session_capsule(memory, capsule: dict, *, interrupted: bool = False) -
     """Close a session capsule with its closing summary (or none when it recorded nothing);
     `interrupted`: its session never ended (closed as stale)."""
     closing = closing_summary(memory, capsule, interrupted=interrupted)
+    # A stale capsule is closed by whichever clone starts a session first, maybe several: each
+    # writes the same bytes for the same observations, so their pushes merge cleanly.
     if closing is None:
-        return memory.close_capsule(capsule["id"]).entity
+        return memory.close_capsule(capsule["id"], settled=interrupted).entity
     return memory.close_capsule(
         capsule["id"],
         summary=closing.text,
         confidence=closing.confidence,
         evidence=closing.evidence,
+        settled=interrupted,
     ).entity
 
 
