@@ -186,7 +186,7 @@ class Capture:
             capsule = self.lookup.load_for_update("capsules", target)
             if capsule["status"] != "open":
                 raise KindlingError(f"capsule {target} is already closed")
-            last = self._last_activity(capsule) if settled else now_ms()
+            last = self.last_activity(capsule) if settled else now_ms()
             closed_at = max(last, capsule["openedAt"])
             capsule.update(status="closed", closedAt=closed_at)
             summary_entity = None
@@ -208,7 +208,7 @@ class Capture:
                 self.write("summaries", summary_entity, masked)
             return self.write("capsules", capsule, masked)
 
-    def _last_activity(self, capsule: dict) -> int:
+    def last_activity(self, capsule: dict) -> int:
         """The time of the capsule's latest observation that is still there, else its opening."""
         for obs_id in reversed(capsule["observationIds"]):
             try:

@@ -160,6 +160,11 @@ class Memory:
         with self.batch():
             return self._lookup.open_session_capsule(session_id)
 
+    def last_activity(self, capsule: dict) -> int:
+        """When a capsule last recorded: its latest observation still there, else its opening."""
+        with self.batch():
+            return self._capture.last_activity(capsule)
+
     def open_capsules(self, session_id: str | None = None) -> list[dict]:
         """Every open capsule (of one session, when given), as the synced index has them."""
         self.sync()

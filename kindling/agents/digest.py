@@ -65,15 +65,6 @@ def close_session_capsule(memory, capsule: dict, *, interrupted: bool = False) -
     ).entity
 
 
-def _last_activity(memory, capsule: dict) -> int:
-    for obs_id in reversed(capsule["observationIds"]):
-        try:
-            return memory.get(obs_id).entity["ts"]
-        except KindlingError:
-            continue
-    return capsule["openedAt"]
-
-
 def close_stale(memory, repo_ids: tuple[str, ...] | None, current_session: str) -> list[str]:
     """Close Claude Code session capsules idle for STALE_AFTER_MS; the ids closed.
 
@@ -89,7 +80,7 @@ def close_stale(memory, repo_ids: tuple[str, ...] | None, current_session: str) 
             continue
         if repo_ids is not None and scope.get("repoId") not in repo_ids:
             continue
-        if now - _last_activity(memory, capsule) < STALE_AFTER_MS:
+        if now - memory.last_activity(capsule) < STALE_AFTER_MS:
             continue
         try:
             closed.append(close_session_capsule(memory, capsule, interrupted=True)["id"])

@@ -47,13 +47,15 @@ def words(text: str, limit: int | None = None) -> set[str]:
     return {w[:STEM_CHARS] for w in found if w not in _STOP}
 
 
-def starts_new_task(intent: str, prompt: str) -> bool:
-    """Whether `prompt` asks for something other than what `intent` names."""
+def starts_new_task(task: str | set[str], prompt: str) -> bool:
+    """Whether `prompt` asks for something other than the task going on: its text (the
+    intent) or the words (`words`) of what was said about it so far. The one rule the
+    capsule's intent and the session summary's `Asked:` line follow."""
     asked = words(prompt, PROMPT_WORDS)
     if len(asked) < MIN_WORDS or signature(prompt) is not None:
         return False  # a follow-up, or an error pasted to the task at hand
-    shared = len(asked & words(intent))
-    return shared / len(asked) < SWITCH_OVERLAP
+    current = words(task) if isinstance(task, str) else task
+    return len(asked & current) / len(asked) < SWITCH_OVERLAP
 
 
 def switched(intent: str, prompt: str, limit: int = MAX_INTENT_CHARS) -> str:

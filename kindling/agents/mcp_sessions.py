@@ -35,15 +35,6 @@ def _recorded_by_hooks(memory, capsule: dict) -> bool:
     return False
 
 
-def _last_activity(memory, capsule: dict) -> int:
-    for obs_id in reversed(capsule["observationIds"][-5:]):
-        try:
-            return memory.get(obs_id).entity["ts"]
-        except KindlingError:
-            continue
-    return capsule["openedAt"]
-
-
 def is_live_session(memory, capsule: dict) -> bool:
     """An open Claude Code session capsule whose session has not gone stale: its hooks will
     close it when the session ends."""
@@ -51,7 +42,7 @@ def is_live_session(memory, capsule: dict) -> bool:
         return False
     if not _recorded_by_hooks(memory, capsule):
         return False
-    return now_ms() - _last_activity(memory, capsule) < STALE_AFTER_MS
+    return now_ms() - memory.last_activity(capsule) < STALE_AFTER_MS
 
 
 def session_capsule(

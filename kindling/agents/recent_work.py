@@ -10,8 +10,8 @@ kindling.index.episodes.follow find them in each session's records.
 
 from __future__ import annotations
 
-from kindling.index.episodes import Episode, Step, follow
-from kindling.index.traits import hook_of, traits
+from kindling.index.episodes import of_observations
+from kindling.index.traits import hook_of
 
 CONTEXT_ACTIVITY = 8
 ABANDONED = "abandoned attempt: the same failure came back after it"
@@ -45,17 +45,10 @@ def abandoned_attempts(window: list[dict]) -> set[str]:
         if session is not None:
             sessions.setdefault(session, []).append(obs)
     found: set[str] = set()
-    for session, records in sessions.items():
+    for records in sessions.values():
         records.sort(key=lambda o: (o["ts"], o["id"]))
-        steps = []
-        for n, obs in enumerate(records):
-            subject, sig, role, file = traits("observations", obs)
-            repo = (obs.get("scopeIds") or {}).get("repoId")
-            redacted = int(bool(obs["redacted"]))
-            step = (n, "observations", obs["id"], obs["ts"], obs["kind"], session, repo)
-            steps.append(Step(*step, subject, sig, role, file, redacted))
-        episode = follow(Episode(session, steps))
-        found.update(steps[n].id for n in episode.attempts)
+        episode = of_observations(records)
+        found.update(records[n]["id"] for n in episode.attempts)
     return found
 
 

@@ -38,8 +38,8 @@ from kindling.agents.summary_text import (
     the_ask,
 )
 from kindling.clock import format_utc
-from kindling.index.episodes import Episode, Step, follow
-from kindling.index.traits import hook_of, provenance, role_of, traits
+from kindling.index.episodes import Episode, of_observations
+from kindling.index.traits import hook_of, provenance, role_of
 from kindling.summary_format import MIN_SOURCE_ID, parts_of, sourced
 
 MAX_SUMMARY_CHARS = 6_000
@@ -81,26 +81,6 @@ def _body(obs: dict) -> str:
     """A message's text without the label line hooks put first (`Subagent X reported:`)."""
     first, _, rest = obs["content"].partition("\n")
     return rest if first.endswith(":") and rest else obs["content"]
-
-
-def _steps(members: list[dict]) -> Episode:
-    steps = []
-    for n, obs in enumerate(members):
-        scope = obs["scopeIds"]
-        steps.append(
-            Step(
-                n,
-                "observations",
-                obs["id"],
-                obs["ts"],
-                obs["kind"],
-                scope.get("sessionId"),
-                scope.get("repoId"),
-                *traits("observations", obs),
-                0,
-            )
-        )
-    return follow(Episode(steps[0].session or "", steps))
 
 
 def _asked(members: list[dict]) -> Part | None:
@@ -212,7 +192,7 @@ def _interrupted(members: list[dict]) -> Part:
 def build(members: list[dict], capsule_ids: list[str], *, interrupted: bool = False) -> Closing:
     """The summary of a session capsule from its (live) observations, oldest first."""
     members = [{**o, "content": public(o["content"])} for o in members]
-    episode = _steps(members)
+    episode = of_observations(members)
     agent = [o for o in members if provenance(o).get("summary") == "agent"]
     turn_ends = [o for o in members if hook_of(o) in TURN_END and o["content"].strip()]
     changed = _changed(members, episode)

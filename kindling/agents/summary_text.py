@@ -13,18 +13,9 @@ from __future__ import annotations
 
 import re
 
+from kindling.agents.intent import starts_new_task, words
+
 _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
-_WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
-_STOP = frozenset(
-    "the and for with that this from into onto have has had was were are not but you your "
-    "can could should would will please just also then than them they there here what when "
-    "where which while why how now let lets let's its it's our out all any some get got "
-    "make made use used look does did done more again still only very".split()
-)
-# A later prompt of fewer content words ("yes, go ahead") never starts a new task.
-MIN_TASK_WORDS = 3
-# A prompt sharing less than a third of its words with the current task starts a new one.
-SWITCH_OVERLAP = 0.34
 # A prompt's first line shorter than this says too little on its own.
 ASK_CHARS = 40
 # A sentence ends at . ! ? followed by space and what starts a sentence, or at a line break.
@@ -71,25 +62,16 @@ def public(text: str) -> str:
     return _PRIVATE.sub(" ", text) if "<private" in text.lower() else text
 
 
-def words(text: str) -> set[str]:
-    """The content words of a text, lower case, for comparing prompts."""
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
-
-
 def task_starts(turns: list[tuple[bool, str]]) -> list[int]:
     """Of a session's turns in order ((is a prompt, text): prompts and what the agent said),
-    the indexes of the prompts that start a task: the first, and each later one sharing less
-    than SWITCH_OVERLAP of its words with the task going on (its prompts and answers)."""
+    the indexes of the prompts that start a task: the first, and each later one that starts
+    a new task by the rule the capsule's intent follows (kindling.agents.intent), judged
+    against the words of the task going on (its prompts and answers)."""
     starts: list[int] = []
     current: set[str] = set()
     for n, (prompt, text) in enumerate(turns):
         found = words(text)
-        if not prompt:
-            current |= found
-        elif not starts:
-            starts.append(n)
-            current = set(found)
-        elif len(found) >= MIN_TASK_WORDS and len(found & current) < SWITCH_OVERLAP * len(found):
+        if prompt and (not starts or starts_new_task(current, text)):
             starts.append(n)
             current = set(found)
         else:

@@ -25,6 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from kindling.index.traits import traits
+
 WINDOW_AFTER = 40
 WINDOW_BEFORE = 20
 RAW_KINDS = ("error", "command", "tool_call")
@@ -177,6 +179,28 @@ def follow(episode: Episode) -> Episode:
             episode.fix.update(d.rowid for d in diffs)
     episode.failing = set(failing)
     return episode
+
+
+def of_observations(observations: list[dict]) -> Episode:
+    """The episode of one session's observations (entities, in time order), followed; each
+    step's rowid is its position in the list. For callers holding the entities already."""
+    steps = []
+    for n, obs in enumerate(observations):
+        scope = obs.get("scopeIds") or {}
+        steps.append(
+            Step(
+                n,
+                "observations",
+                obs["id"],
+                obs["ts"],
+                obs["kind"],
+                scope.get("sessionId"),
+                scope.get("repoId"),
+                *traits("observations", obs),
+                int(bool(obs.get("redacted"))),
+            )
+        )
+    return follow(Episode(steps[0].session or "" if steps else "", steps))
 
 
 def load(
