@@ -1,6 +1,6 @@
 """Kindling: local, git-committable memory for AI coding agents."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 # The name on the package index (`kindling` there is an unrelated project); the import
 # package and the `kindling` command keep the short name.
 DISTRIBUTION = "kindling-memory"
