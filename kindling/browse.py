@@ -28,6 +28,7 @@ from kindling.clock import now_ms
 from kindling.errors import KindlingError
 from kindling.fileio import atomic_output, check_output_path
 from kindling.model import ENTITY_TYPES, OBSERVATION_KINDS
+from kindling.progress import ProgressFactory
 
 DATA_VERSION = 2
 _MARKER = re.compile(r"__(CSP|CSS|JS|DATA)__")
@@ -159,9 +160,15 @@ def unpack_observations(packed: dict[str, Any]) -> list[dict]:
     ]
 
 
-def collect(memory) -> dict[str, Any]:
-    """Every entity of the store (expired pins and redacted observations included)."""
+def collect(memory, progress: ProgressFactory | None = None) -> dict[str, Any]:
+    """Every entity of the store (expired pins and redacted observations included).
+
+    `progress(label, total)`, when given, hears each entity type read.
+    """
+    step = progress("Reading", 1 + len(ENTITY_TYPES)) if progress else None
     status = memory.status()
+    if step is not None:
+        step(1)
     data: dict[str, Any] = {
         "version": DATA_VERSION,
         "store": status["store"],
@@ -173,6 +180,8 @@ def collect(memory) -> dict[str, Any]:
         data[entity_type] = (
             pack_observations(entities) if entity_type == "observations" else entities
         )
+        if step is not None:
+            step(1)
     return data
 
 
@@ -191,9 +200,15 @@ def render_page(data: dict[str, Any]) -> str:
     return _MARKER.sub(lambda m: parts[m.group(1)], _template("browse.html"))
 
 
-def write_page(memory, output: str | os.PathLike | None = None) -> Path:
+def write_page(
+    memory, output: str | os.PathLike | None = None, progress: ProgressFactory | None = None
+) -> Path:
     """Write the page to `output`, or to a new temporary file; returns where it went."""
-    page = render_page(collect(memory)).encode("utf-8")
+    data = collect(memory, progress)
+    step = progress("Writing page", 1) if progress else None
+    page = render_page(data).encode("utf-8")
+    if step is not None:
+        step(1)
     if output is None:
         fd, name = tempfile.mkstemp(prefix="kindling-browse-", suffix=".html")
         with os.fdopen(fd, "wb") as fh:

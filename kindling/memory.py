@@ -445,12 +445,12 @@ class Memory:
 
     # ------------------------------------------------------------ upkeep
 
-    def fsck(self, *, fix: bool = False) -> FsckReport:
+    def fsck(self, *, fix: bool = False, progress: ProgressFactory | None = None) -> FsckReport:
         """Check every file and the index against each other; with fix, repair what is safe."""
         from kindling.fsck import fsck
 
         self.close()  # fsck may replace the index file
-        return fsck(self.store, fix=fix)
+        return fsck(self.store, fix=fix, progress=progress)
 
     def git_setup(self, command: str | None = None) -> list[str]:
         """Route this store's entity files to the Kindling merge driver; what was done."""

@@ -10,9 +10,13 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import NamedTuple
 
+from kindling.errors import KindlingError
+
 STORE_ENV = "KINDLING_STORE"
+STORE_DIRNAME = ".kindling"  # as kindling.store names it (settings sit below the store)
 AUTOWATCH_ENV = "KINDLING_AUTOWATCH"
 MIN_FILES_ENV = "KINDLING_AUTOWATCH_MIN_FILES"
 IDLE_ENV = "KINDLING_AUTOWATCH_IDLE_S"
@@ -78,7 +82,7 @@ class Settings(NamedTuple):
         raw = env.get(AUTOWATCH_ENV, "")
         word = raw.strip().lower()
         return cls(
-            store=store_from(env),
+            store=store_value(env),
             autowatch=False if word in _OFF else True if word in _ON else None,
             autowatch_raw=raw,
             ci=in_ci(env),
@@ -88,8 +92,65 @@ class Settings(NamedTuple):
 
 
 def store_from(environ: Mapping[str, str]) -> str | None:
-    """KINDLING_STORE, with an empty value counting as unset (as click does)."""
+    """KINDLING_STORE as written, with an empty value counting as unset (as click does)."""
     return environ.get(STORE_ENV) or None
+
+
+def find_store(value: str | os.PathLike, *, upwards: bool = True) -> str:
+    """The store a `--store` or KINDLING_STORE value names, as `git -C` finds a repository.
+
+    The store folder itself, or any folder inside the work tree that holds it: the nearest
+    `.kindling/` at or above it. A `.kindling` that is a symlink is never followed (it could
+    lead anywhere); the path comes back as given when nothing is found, for the caller's own
+    "no store" error or for `init` to create. Without `upwards`, only the folder itself and
+    its own `.kindling/` are looked at (what `init` may reuse rather than create).
+    """
+    given = Path(value).expanduser().absolute()
+    if _is_store(given):
+        return str(given)
+    for folder in (given, *given.parents) if upwards else (given,):
+        candidate = folder / STORE_DIRNAME
+        try:
+            if candidate.is_symlink():
+                raise KindlingError(
+                    f"{candidate} is a symlink, and Kindling never follows one into a store; "
+                    "name the store folder itself with --store or KINDLING_STORE"
+                )
+            if candidate.is_dir():
+                return str(candidate)
+        except OSError:  # unreadable folder on the way up: as if nothing were there
+            continue
+    return str(given)
+
+
+def _is_store(path: Path) -> bool:
+    """True for a folder laid out as a store: its own objects/ or config.json, not symlinks
+    (the folder itself may be reached through one: the person named it)."""
+    try:
+        return path.is_dir() and (
+            _real_dir(path / "objects") or _real_file(path / "config.json")
+        )
+    except OSError:
+        return False
+
+
+def _real_dir(path: Path) -> bool:
+    return not path.is_symlink() and path.is_dir()
+
+
+def _real_file(path: Path) -> bool:
+    return not path.is_symlink() and path.is_file()
+
+
+def store_value(environ: Mapping[str, str]) -> str | None:
+    """The store KINDLING_STORE names (see find_store), or None when it is unset."""
+    raw = store_from(environ)
+    if raw is None:
+        return None
+    try:
+        return find_store(raw)
+    except KindlingError:  # a symlinked .kindling: left as given, never opened as a store
+        return raw
 
 
 def in_ci(environ: Mapping[str, str]) -> bool:

@@ -46,15 +46,29 @@ def test_readme_mentions_every_command(path):
     assert shown, f"README.md never shows `kindling {path}`"
 
 
-def test_top_level_help_lists_every_command():
+# Commands that git, Claude Code or another program runs, never a person: they work, but
+# the command list leaves them out (as git hides its plumbing from `git help`).
+INTERNAL = {"merge-driver", "hook"}
+
+
+def test_top_level_help_lists_every_user_command_and_hides_the_internal_ones():
     result = CliRunner().invoke(cli, ["--help"])
     assert result.exit_code == 0
     for name in COMMANDS:
-        assert re.search(rf"^\s+{re.escape(name)}\s", result.output, re.M), name
+        listed = re.search(rf"^\s+{re.escape(name)}\s", result.output, re.M)
+        assert bool(listed) == (name not in INTERNAL), name
 
 
-def test_version():
-    result = run_kindling("--version")
+@pytest.mark.parametrize("name", sorted(INTERNAL))
+def test_internal_commands_still_work_and_explain_themselves(name):
+    result = CliRunner().invoke(cli, [name, "--help"])
+    assert result.exit_code == 0
+    assert "Example:" in result.output
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version(flag):
+    result = run_kindling(flag)
     assert result.returncode == 0
     assert result.stdout.decode().strip() == f"kindling-memory {__version__}"
 

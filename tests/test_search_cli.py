@@ -113,24 +113,36 @@ Current Summary:
 sum_1b2c (confidence: 0.85)
    Content: Fixed JWT expiration check in middleware
    Capsule: cap_8a3f
-   Time: 2025-06-20 10:31:04
+   Time: 2025-06-20 10:31:04 +00:00
 
 Candidates (2):
 
 1. 5f1c0d2e-0000-4000-8000-000000000001 (score: 0.20)
    Type: observation
    Content: auth middleware rejects valid tokens after the upgrade
-   Time: 2025-06-18 10:41:04
+   Time: 2025-06-18 10:41:04 +00:00
 
 2. 77aa0d2e-0000-4000-8000-000000000002 (score: 0.03)
    Type: observation
    Content: npm test -- auth
             all 42 auth tests pass
-   Time: 2025-05-11 10:41:04
+   Time: 2025-05-11 10:41:04 +00:00
 """
 
 
-def test_human_output_groups_the_tiers(story, run):
+@pytest.fixture
+def utc_zone(monkeypatch):
+    """Local time pinned to UTC for this test (and the zone restored after it)."""
+    import time
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_human_output_groups_the_tiers(story, run, utc_zone):
     result = run("search", "JWT expiration auth tokens")
     assert result.exit_code == 0, result.output
     assert result.stdout == EXPECTED

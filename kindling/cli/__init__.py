@@ -15,6 +15,7 @@ import click
 import orjson
 
 from kindling import DISTRIBUTION, __version__
+from kindling.cli.when import utc_option
 from kindling.errors import KindlingError
 
 # command name -> "module:attribute" under kindling.cli
@@ -111,10 +112,17 @@ def _message(exc: Exception) -> str:
     "--store",
     "store",
     metavar="PATH",
-    envvar="KINDLING_STORE",
-    help="The store directory itself (default: nearest .kindling/ upwards; env KINDLING_STORE).",
+    help="The store, or any folder inside the work tree holding it, as `git -C` takes "
+    "(default: the nearest .kindling/ upwards; env KINDLING_STORE, read the same way).",
 )
-@click.version_option(__version__, package_name=DISTRIBUTION, message="%(package)s %(version)s")
+@utc_option
+@click.version_option(
+    __version__,
+    "-V",
+    "--version",
+    package_name=DISTRIBUTION,
+    message="%(package)s %(version)s",
+)
 @click.pass_context
 def cli(ctx: click.Context, store: str | None) -> None:
     """Kindling: local, git-committable memory for AI coding agents.
@@ -124,7 +132,7 @@ def cli(ctx: click.Context, store: str | None) -> None:
       kindling init && kindling log "JWT expiry bug found" --kind error --session s1
       kindling search "JWT expiry"
     """
-    ctx.obj = {"store": store}
+    ctx.ensure_object(dict)["store"] = store
 
 
 def main() -> None:

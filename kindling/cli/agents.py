@@ -6,7 +6,16 @@ import sys
 
 import click
 
-from kindling.cli.common import echo_json, json_option, notice, open_memory
+from kindling.cli.common import (
+    echo_json,
+    json_option,
+    notice,
+    open_memory,
+    progress_bars,
+    progress_options,
+    store_path,
+)
+from kindling.cli.complete import ids
 from kindling.cli.format import echo
 
 
@@ -51,6 +60,7 @@ def demo_cmd(query: str | None) -> None:
     default=None,
     help="Open the page in a browser (default: only in a terminal with a graphical browser).",
 )
+@progress_options
 @click.pass_context
 def browse_cmd(ctx: click.Context, output: str | None, open_: bool | None) -> None:
     """Write the store as one self-contained offline HTML page; prints its path.
@@ -62,12 +72,12 @@ def browse_cmd(ctx: click.Context, output: str | None, open_: bool | None) -> No
     """
     from kindling.browse import open_in_browser, write_page
 
-    with open_memory(ctx) as memory:
-        path = write_page(memory, output)
+    with open_memory(ctx) as memory, progress_bars(ctx) as progress:
+        path = write_page(memory, output, progress)
     echo(str(path))
     wanted = open_ if open_ is not None else sys.stdout.isatty()
     if wanted and not open_in_browser(path) and open_:
-        notice("No graphical browser found; open the file above yourself.")
+        notice("No graphical browser found; open the file above yourself.", note=True)
 
 
 @click.command("mcp")
@@ -92,11 +102,13 @@ def mcp_cmd(ctx: click.Context, stores: tuple[str, ...]) -> None:
     """
     from kindling.agents.mcp_server import serve
 
-    root = ctx.find_root().obj["store"]
-    serve(list(stores) or ([root] if root else []))
+    from kindling.settings import find_store
+
+    root = store_path(ctx)
+    serve([find_store(s) for s in stores] or ([root] if root else []))
 
 
-@click.command("hook")
+@click.command("hook", hidden=True)
 @click.argument("event", metavar="EVENT")
 @click.pass_context
 def hook_cmd(ctx: click.Context, event: str) -> None:
@@ -117,7 +129,7 @@ def hook_cmd(ctx: click.Context, event: str) -> None:
     """
     from kindling.agents.hook_command import run_hook_command
 
-    run_hook_command(event, ctx.find_root().obj["store"])
+    run_hook_command(event, store_path(ctx))
 
 
 @click.command("summarize")
@@ -126,7 +138,13 @@ def hook_cmd(ctx: click.Context, event: str) -> None:
     is_flag=True,
     help="Derive the hooks' closing summaries of Claude Code sessions again, in place.",
 )
-@click.option("--capsule", "capsule", metavar="ID", help="Only this capsule (id or prefix).")
+@click.option(
+    "--capsule",
+    "capsule",
+    metavar="ID",
+    shell_complete=ids("capsules"),
+    help="Only this capsule (id or prefix).",
+)
 @click.option("--dry-run", is_flag=True, help="List what would be rewritten; change nothing.")
 @json_option
 @click.pass_context

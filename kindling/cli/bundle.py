@@ -12,10 +12,13 @@ from kindling.cli.common import (
     notice,
     open_memory,
     progress_bars,
+    progress_options,
     scope_from,
     scope_options,
 )
 from kindling.cli.format import echo
+from kindling.errors import ValidationError
+from kindling.terminal import safe_text
 
 
 @click.command("export")
@@ -44,6 +47,7 @@ from kindling.cli.format import echo
     is_flag=True,
     help="Also export forgotten observations as tombstones, so the forget travels too.",
 )
+@progress_options
 @click.pass_context
 def export_cmd(ctx, file, output, format_, include_redacted, **scope_kwargs) -> None:
     """Write the store (or one scope of it) as a bundle to FILE, or stdout (absent or -).
@@ -67,10 +71,10 @@ def export_cmd(ctx, file, output, format_, include_redacted, **scope_kwargs) -> 
         "include_redacted": include_redacted,
         "format": format_,
     }
-    with progress_bars() as progress:
+    with progress_bars(ctx) as progress:
         if output and output != "-":
             report = memory.export(output, progress=progress, **options)
-            notice(f"{describe(report)} Bundle written to {output}.")
+            notice(f"{describe(report)} Bundle written to {output}.", note=True)
         else:
             report = memory.export(sys.stdout.buffer, progress=progress, **options)
     if report.problems:
@@ -94,9 +98,16 @@ def export_cmd(ctx, file, output, format_, include_redacted, **scope_kwargs) -> 
     "take the bundle's values, or stop before writing anything.",
 )
 @click.option("--dry-run", is_flag=True, help="Print the report, write nothing.")
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="List every problem of an invalid bundle (by default: the first, and how many).",
+)
+@progress_options
 @json_option
 @click.pass_context
-def import_cmd(ctx, source, on_conflict, dry_run, json_) -> None:
+def import_cmd(ctx, source, on_conflict, dry_run, verbose, json_) -> None:
     """Import a bundle from FILE or stdin (-): all checked first, forgotten stays forgotten.
 
     FILE may be gzip-compressed. Nothing is written unless the whole bundle is valid.
@@ -110,7 +121,7 @@ def import_cmd(ctx, source, on_conflict, dry_run, json_) -> None:
     from kindling.bundle.importer import ImportInterrupted, ImportReport
 
     stopped = None
-    with open_memory(ctx) as memory, progress_bars() as progress:
+    with open_memory(ctx) as memory, progress_bars(ctx, json_=json_) as progress:
         try:
             report = memory.import_bundle(
                 read_source(source), on_conflict=on_conflict, dry_run=dry_run, progress=progress
@@ -118,9 +129,36 @@ def import_cmd(ctx, source, on_conflict, dry_run, json_) -> None:
         except ImportInterrupted as exc:
             stopped = exc
             report = ImportReport.interrupted(exc, on_conflict=on_conflict)
+        except ValidationError as exc:
+            _invalid(ctx, exc, json_=json_, verbose=verbose)
     if json_:
         echo_json(report.as_json())
     else:
         echo("\n".join(report.lines()))
     if stopped is not None:
         raise stopped
+
+
+def _invalid(ctx: click.Context, exc: ValidationError, *, json_: bool, verbose: bool) -> None:
+    """An invalid bundle: one line, or every problem with -v (as JSON with --json); exit 1."""
+    head, problems = split_problems(str(exc))
+    if json_:
+        echo_json({"imported": False, "error": head, "problems": problems})
+        ctx.exit(1)
+    if verbose or len(problems) <= 1:
+        raise click.ClickException(safe_text(str(exc) if verbose else _joined(head, problems)))
+    first = problems[0]
+    more = len(problems) - 1
+    raise click.ClickException(
+        safe_text(f"{head}: {first}; and {more} more (every one: -v or --json)")
+    )
+
+
+def _joined(head: str, problems: list[str]) -> str:
+    return f"{head}: {problems[0]}" if problems else head
+
+
+def split_problems(message: str) -> tuple[str, list[str]]:
+    """A validation message's first line and the problems listed on the lines after it."""
+    head, *rest = message.split("\n")
+    return head.rstrip().rstrip(":"), [line.strip() for line in rest if line.strip()]

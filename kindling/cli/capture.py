@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from kindling import canonical
-from kindling.agents.intake import keep_text
 from kindling.cli.common import (
-    DURATION_MS,
-    TIMESTAMP,
     FiniteFloatRange,
     echo_json,
     json_option,
     notice,
     open_memory,
+    read_option,
+    read_text,
     scope_from,
     scope_options,
+    store_given,
 )
+from kindling.cli.complete import ids
 from kindling.cli.format import echo
+from kindling.cli.when import DURATION, INSTANT, TIME_HELP
 from kindling.errors import KindlingError
-from kindling.model import CAPSULE_TYPES, MAX_CONTENT_BYTES, OBSERVATION_KINDS, SINGULAR
+from kindling.model import CAPSULE_TYPES, OBSERVATION_KINDS, SINGULAR
 
 
 def _report(written, json_: bool) -> None:
@@ -79,9 +79,13 @@ def init_cmd(
     from kindling.git import setup as gitsetup
     from kindling.memory import Memory
 
-    store = ctx.find_root().obj["store"]
+    store = store_given(ctx)
     if store is not None and path is not None:
         raise click.UsageError("give either --store or PATH, not both")
+    if store is not None:  # a work tree that already holds a store: that one, kept as it is
+        from kindling.settings import find_store
+
+        store = find_store(store, upwards=False)
     if (local or plugin_dir) and not claude_code:
         raise click.UsageError(f"{'--local' if local else '--plugin'} goes with --claude-code")
     if local and plugin_dir:
@@ -113,19 +117,6 @@ def init_cmd(
             echo(f"Load it with: claude --plugin-dir {base}")
 
 
-def _read_content(content: str) -> str:
-    if content != "-":
-        return keep_text(content)  # argv bytes that are not UTF-8 arrive as lone surrogates
-    # Read one byte past the limit so an oversized input is refused without holding it all.
-    data = sys.stdin.buffer.read(MAX_CONTENT_BYTES + 1)
-    if len(data) > MAX_CONTENT_BYTES:
-        raise KindlingError(f"stdin is over the {MAX_CONTENT_BYTES:,}-byte (16 MiB) content limit")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise KindlingError("stdin is not valid UTF-8 text") from None
-
-
 def _parse_provenance(text: str | None) -> dict | None:
     if text is None:
         return None
@@ -142,9 +133,19 @@ def _parse_provenance(text: str | None) -> dict | None:
 @click.argument("content")
 @click.option("--kind", type=click.Choice(OBSERVATION_KINDS), default="message", show_default=True)
 @scope_options
-@click.option("--provenance", metavar="JSON", help="Source metadata as a JSON object.")
-@click.option("--capsule", "capsule_id", metavar="CAP_ID", help="Append to this open capsule.")
-@click.option("--ts", type=TIMESTAMP, metavar="MS", help="Epoch ms (default: now).")
+@click.option(
+    "--provenance", metavar="JSON", help="Source metadata as a JSON object (- reads stdin)."
+)
+@click.option(
+    "--capsule",
+    "capsule_id",
+    metavar="CAP_ID",
+    shell_complete=ids("capsules", open_only=True),
+    help="Append to this open capsule.",
+)
+@click.option(
+    "--ts", type=INSTANT, metavar="TIME", help=f"When it happened (default: now): {TIME_HELP}."
+)
 @json_option
 @click.pass_context
 def log_cmd(ctx, content, kind, provenance, capsule_id, ts, json_, **scope_kwargs) -> None:
@@ -157,10 +158,10 @@ def log_cmd(ctx, content, kind, provenance, capsule_id, ts, json_, **scope_kwarg
     """
     memory = open_memory(ctx)
     written = memory.log(
-        _read_content(content),
+        read_text(content, what="CONTENT", strip_newline=False),
         kind=kind,
         scope=scope_from(scope_kwargs),
-        provenance=_parse_provenance(provenance),
+        provenance=_parse_provenance(read_option(provenance, "--provenance")),
         capsule_id=capsule_id,
         ts=ts,
     )
@@ -179,7 +180,9 @@ def capsule_group() -> None:
 
 
 @capsule_group.command("open")
-@click.option("--intent", required=True, help="What this episode of work is for.")
+@click.option(
+    "--intent", required=True, help="What this episode of work is for (- reads stdin)."
+)
 @click.option(
     "--type", "type_", type=click.Choice(CAPSULE_TYPES), default="session", show_default=True
 )
@@ -193,13 +196,14 @@ def capsule_open_cmd(ctx, intent, type_, json_, **scope_kwargs) -> None:
     Example:
       kindling capsule open --intent "investigating the memory leak" --session s1 --repo .
     """
+    intent = read_text(intent, what="--intent")
     written = open_memory(ctx).open_capsule(intent, type=type_, scope=scope_from(scope_kwargs))
     _report(written, json_)
 
 
 @capsule_group.command("close")
-@click.argument("capsule_id")
-@click.option("--summary", help="Write a summary of the capsule.")
+@click.argument("capsule_id", shell_complete=ids("capsules", open_only=True))
+@click.option("--summary", help="Write a summary of the capsule (- reads it from stdin).")
 @click.option(
     "--confidence",
     type=FiniteFloatRange(0, 1),
@@ -208,7 +212,11 @@ def capsule_open_cmd(ctx, intent, type_, json_, **scope_kwargs) -> None:
     help="Confidence in the summary.",
 )
 @click.option(
-    "--evidence", multiple=True, metavar="OBS_ID", help="Observation backing the summary."
+    "--evidence",
+    multiple=True,
+    metavar="OBS_ID",
+    shell_complete=ids("observations"),
+    help="Observation backing the summary.",
 )
 @json_option
 @click.pass_context
@@ -218,7 +226,9 @@ def capsule_close_cmd(ctx, capsule_id, summary, confidence, evidence, json_) -> 
     \b
     Example:
       kindling capsule close cap_8a3f --summary "Fixed JWT expiry check" --evidence 9c20f3
+      kindling capsule close cap_8a3f --summary - < summary.md
     """
+    summary = read_option(summary, "--summary")
     written = open_memory(ctx).close_capsule(
         capsule_id, summary=summary, confidence=confidence, evidence=evidence
     )
@@ -227,9 +237,14 @@ def capsule_close_cmd(ctx, capsule_id, summary, confidence, evidence, json_) -> 
 
 @click.command("pin")
 @click.argument("target_type", type=click.Choice(["observation", "summary"]))
-@click.argument("target_id")
-@click.option("--note", help="Why it matters (stored as reason).")
-@click.option("--ttl", type=DURATION_MS, metavar="MS", help="Expire after MS milliseconds.")
+@click.argument("target_id", shell_complete=ids())
+@click.option("--note", help="Why it matters, stored as reason (- reads stdin).")
+@click.option(
+    "--ttl",
+    type=DURATION,
+    metavar="DURATION",
+    help="Expire after this long: 7d, 36h, 90m, 2w, '1d 12h', or milliseconds.",
+)
 @scope_options
 @json_option
 @click.pass_context
@@ -240,6 +255,7 @@ def pin_cmd(ctx, target_type, target_id, note, ttl, json_, **scope_kwargs) -> No
     Example:
       kindling pin observation 9c20f3a1 --note "root cause — keep handy"
     """
+    note = read_option(note, "--note")
     written = open_memory(ctx).pin(
         target_type, target_id, note=note, ttl=ttl, scope=scope_from(scope_kwargs) or None
     )
@@ -247,7 +263,7 @@ def pin_cmd(ctx, target_type, target_id, note, ttl, json_, **scope_kwargs) -> No
 
 
 @click.command("unpin")
-@click.argument("pin_id")
+@click.argument("pin_id", shell_complete=ids("pins"))
 @json_option
 @click.pass_context
 def unpin_cmd(ctx, pin_id, json_) -> None:
@@ -265,8 +281,12 @@ def unpin_cmd(ctx, pin_id, json_) -> None:
 
 
 @click.command("forget")
-@click.argument("ref", metavar="[ID]", required=False)
-@click.option("--matching", metavar="TEXT", help="Forget every entity whose text holds TEXT.")
+@click.argument("ref", metavar="[ID]", required=False, shell_complete=ids())
+@click.option(
+    "--matching",
+    metavar="TEXT",
+    help="Forget every entity whose text holds TEXT (- reads it from stdin).",
+)
 @click.option("--dry-run", is_flag=True, help="List what would be forgotten; change nothing.")
 @json_option
 @click.pass_context
@@ -285,6 +305,7 @@ def forget_cmd(ctx, ref, matching, dry_run, json_) -> None:
     """
     if (ref is None) == (matching is None):
         raise click.UsageError("give either ID or --matching TEXT")
+    matching = read_option(matching, "--matching")
     if matching is not None and not matching:
         raise click.BadParameter("must not be empty", param_hint="'--matching'")
     memory = open_memory(ctx)

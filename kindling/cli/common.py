@@ -6,19 +6,19 @@ import contextlib
 import math
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import click
 
 from kindling import canonical
-from kindling.model import MAX_COUNT, MAX_TIMESTAMP_MS, OBSERVATION_KINDS, SCOPE_NAMES
+from kindling.errors import KindlingError
+from kindling.model import MAX_CONTENT_BYTES, MAX_COUNT, OBSERVATION_KINDS, SCOPE_NAMES
+from kindling.progress import ProgressFactory
 
 # Option types that keep numbers within what the store and the index can hold.
-TIMESTAMP = click.IntRange(0, MAX_TIMESTAMP_MS)
 COUNT = click.IntRange(0, MAX_COUNT)
 POSITIVE_COUNT = click.IntRange(1, MAX_COUNT)
-DURATION_MS = click.IntRange(1, MAX_TIMESTAMP_MS)
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -97,12 +97,31 @@ def _carried(memory, repo: str) -> bool:
     return memory.scope_in_use({"repoId": repo})
 
 
+def store_path(ctx: click.Context) -> str | None:
+    """The store this command line names: --store or KINDLING_STORE, each either the store
+    or a folder inside the work tree holding it (as `git -C`); None: look from here up."""
+    from kindling.settings import Settings, find_store
+
+    given = (ctx.find_root().obj or {}).get("store")
+    if given is not None:
+        return find_store(given)
+    return Settings.from_environ().store
+
+
+def store_given(ctx: click.Context) -> str | None:
+    """--store or KINDLING_STORE exactly as written (for `init`, which creates what it names)."""
+    from kindling.settings import store_from
+
+    given = (ctx.find_root().obj or {}).get("store")
+    return given if given is not None else store_from(os.environ)
+
+
 def open_memory(ctx: click.Context, *, autowatch: bool = False):
     """The store of this command line; `autowatch` for the commands that read on an agent's
     behalf again and again (search), where a background watcher pays off."""
     from kindling.memory import Memory
 
-    return Memory(ctx.find_root().obj["store"], autowatch=autowatch)
+    return Memory(store_path(ctx), autowatch=autowatch)
 
 
 def echo_json(value: Any) -> None:
@@ -111,33 +130,101 @@ def echo_json(value: Any) -> None:
     sys.stdout.flush()
 
 
-@contextlib.contextmanager
-def progress_bars() -> Iterator[Callable[[str, int], Callable[[int], object]] | None]:
-    """A `progress(label, total) -> step` for long work: bars on stderr when it is a terminal.
+def progress_options(func):
+    """--progress/--no-progress and -q/--quiet for commands whose work can take a while."""
+    func = click.option(
+        "-q",
+        "--quiet",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember,
+        help="No progress and no notes on stderr (errors and warnings still show).",
+    )(func)
+    return click.option(
+        "--progress/--no-progress",
+        default=None,
+        expose_value=False,
+        callback=_remember,
+        help="Show progress on stderr (default: only when stderr is a terminal; never with "
+        "--json).",
+    )(func)
 
-    Yields None when stderr is not a terminal, so pipes and logs get nothing extra.
+
+def _remember(ctx: click.Context, param: click.Parameter, value: object) -> None:
+    ctx.ensure_object(dict)[param.name] = value
+
+
+def quiet(ctx: click.Context | None = None) -> bool:
+    """True when this command was given -q/--quiet."""
+    ctx = ctx or click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.obj and ctx.obj.get("quiet"))
+
+
+@contextlib.contextmanager
+def progress_bars(
+    ctx: click.Context | None = None, *, json_: bool = False
+) -> Iterator[ProgressFactory | None]:
+    """A `progress(label, total) -> step` for long work, drawn on stderr, or None.
+
+    Drawn when --progress says so, else only when stderr is a terminal; never with --json
+    (a program is reading) or -q. None lets the library skip the calls altogether.
     """
-    if not sys.stderr.isatty():
+    from kindling.progress import Bars
+
+    ctx = ctx or click.get_current_context(silent=True)
+    asked = ctx.obj.get("progress") if ctx is not None and ctx.obj else None
+    terminal = sys.stderr.isatty()
+    if json_ or quiet(ctx) or asked is False or (asked is None and not terminal):
         yield None
         return
-    bars: list = []
-
-    def start(label: str, total: int):
-        if bars:
-            bars.pop().__exit__(None, None, None)
-        bar = click.progressbar(length=total, label=label.ljust(12), file=sys.stderr)
-        bars.append(bar)
-        return bar.__enter__().update
-
+    bars = Bars(sys.stderr, terminal=terminal)
     try:
-        yield start
+        yield bars
     finally:
-        if bars:
-            bars.pop().__exit__(None, None, None)
+        bars.close()
 
 
-def notice(message: str) -> None:
-    """A line for people on stderr, control characters escaped."""
+def read_text(value: str, *, what: str = "text", strip_newline: bool = True) -> str:
+    """`value`, or stdin's text when it is `-` (once per command: stdin is read only once).
+
+    A single trailing newline is dropped (`echo word | ...` means `word`) unless
+    `strip_newline` is false; stdin is bounded by the content limit and must be UTF-8.
+    """
+    from kindling.agents.intake import keep_text
+
+    if value != "-":
+        return keep_text(value)  # argv bytes that are not UTF-8 arrive as lone surrogates
+    ctx = click.get_current_context(silent=True)
+    state = ctx.ensure_object(dict) if ctx is not None else {}
+    if state.get("stdin_read"):
+        raise click.UsageError(
+            f"stdin is already read by {state['stdin_read']}; only one value may be -"
+        )
+    state["stdin_read"] = what
+    # Read one byte past the limit so an oversized input is refused without holding it all.
+    data = sys.stdin.buffer.read(MAX_CONTENT_BYTES + 1)
+    if len(data) > MAX_CONTENT_BYTES:
+        raise KindlingError(
+            f"stdin ({what}) is over the {MAX_CONTENT_BYTES:,}-byte (16 MiB) content limit"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise KindlingError(f"stdin ({what}) is not valid UTF-8 text") from None
+    if strip_newline:
+        text = text.removesuffix("\n").removesuffix("\r")
+    return text
+
+
+def read_option(value: str | None, what: str) -> str | None:
+    """An optional text option that may be `-` for stdin (see read_text)."""
+    return None if value is None else read_text(value, what=what)
+
+
+def notice(message: str, *, note: bool = False) -> None:
+    """A line for people on stderr, control characters escaped; a `note` is left out by -q."""
     from kindling.terminal import safe_text
 
+    if note and quiet():
+        return
     click.echo(safe_text(message), err=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import click
 
-from kindling.clock import format_utc
 from kindling.model import entity_time
 from kindling.terminal import one_line, safe_text
 
@@ -15,8 +14,11 @@ def echo(text: object = "", *, err: bool = False, nl: bool = True) -> None:
 
 
 def format_time(ms: int) -> str:
-    """Epoch milliseconds as UTC `YYYY-MM-DD HH:MM:SS`; never raises."""
-    return format_utc(ms)
+    """Epoch ms as local `YYYY-MM-DD HH:MM:SS +HH:MM` (UTC with `--utc`); never raises."""
+    from kindling.cli.when import use_utc
+    from kindling.when import format_instant
+
+    return format_instant(ms, utc=use_utc())
 
 
 def entity_line(entity_type: str, entity: dict) -> str:

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import click
 
-from kindling.cli.common import echo_json, open_memory
+from kindling.cli.common import echo_json, open_memory, progress_bars, progress_options
+from kindling.cli.complete import ids as complete_ids
 from kindling.cli.format import echo
 from kindling.fileio import read_regular, write_atomic
 
 
-@click.command("merge-driver")
+@click.command("merge-driver", hidden=True)
 @click.argument("base", type=click.Path(dir_okay=False))
 @click.argument("ours", type=click.Path(dir_okay=False))
 @click.argument("theirs", type=click.Path(dir_okay=False))
@@ -66,7 +67,7 @@ def merge_driver_cmd(base: str, ours: str, theirs: str, path: str | None, marker
 
 
 @click.command("resolve")
-@click.argument("ids", nargs=-1, metavar="[ID...]")
+@click.argument("ids", nargs=-1, metavar="[ID...]", shell_complete=complete_ids())
 @click.pass_context
 def resolve_cmd(ctx: click.Context, ids: tuple[str, ...]) -> None:
     """Finish a git merge of entity files left conflicted, using the field-level merge.
@@ -111,6 +112,7 @@ def git_setup_cmd(ctx: click.Context, command: str | None) -> None:
 @click.command("fsck")
 @click.option("--fix", is_flag=True, help="Make the safe repairs and say what was done.")
 @click.option("json_", "--json", is_flag=True, help="Print a JSON report instead of text.")
+@progress_options
 @click.pass_context
 def fsck_cmd(ctx: click.Context, fix: bool, json_: bool) -> None:
     """Check every entity file and the index; exit 0 when clean, 1 otherwise.
@@ -126,7 +128,9 @@ def fsck_cmd(ctx: click.Context, fix: bool, json_: bool) -> None:
     """
     from kindling.fsck import FIXABLE
 
-    report = open_memory(ctx).fsck(fix=fix)
+    memory = open_memory(ctx)
+    with progress_bars(ctx, json_=json_) as progress:
+        report = memory.fsck(fix=fix, progress=progress)
     if json_:
         echo_json(report.as_dict())
     else:

@@ -13,12 +13,15 @@ from kindling.cli.common import (
     scope_from,
     scope_options,
 )
+from kindling.cli.complete import ids
 from kindling.cli.format import echo, entity_line, problems_notice
+from kindling.cli.when import utc_option
+from kindling.errors import NotFoundError
 from kindling.model import ENTITY_TYPES, SINGULAR
 
 
 @click.command("show")
-@click.argument("entity_id")
+@click.argument("entity_id", shell_complete=ids())
 @json_option
 @click.pass_context
 def show_cmd(ctx, entity_id, json_) -> None:
@@ -29,7 +32,20 @@ def show_cmd(ctx, entity_id, json_) -> None:
       kindling show 9c20f3a1
       kindling show cap_8a3f --json
     """
-    found = open_memory(ctx).get(entity_id)
+    memory = open_memory(ctx)
+    try:
+        found = memory.get(entity_id)
+    except NotFoundError:
+        retired = memory.retired(entity_id)
+        if retired is None:
+            raise
+        from kindling.retention.show import retired_text
+
+        if json_:
+            echo_json(retired)
+        else:
+            echo(retired_text(retired), nl=False)
+        return
     if json_:
         echo_json(found.entity)
         return
@@ -46,6 +62,7 @@ def show_cmd(ctx, entity_id, json_) -> None:
 @kind_option
 @click.option("--limit", type=POSITIVE_COUNT, default=20, show_default=True)
 @click.option("--all", "include_expired", is_flag=True, help="Include expired pins.")
+@utc_option
 @json_option
 @click.pass_context
 def list_cmd(ctx, entity_type, kinds, limit, include_expired, json_, **scope_kwargs) -> None:
@@ -77,6 +94,7 @@ def list_cmd(ctx, entity_type, kinds, limit, include_expired, json_, **scope_kwa
 
 
 @click.command("status")
+@utc_option
 @json_option
 @click.pass_context
 def status_cmd(ctx, json_) -> None:

@@ -6,16 +6,18 @@ import click
 
 from kindling.cli.common import (
     COUNT,
-    TIMESTAMP,
     echo_json,
     json_option,
     kind_option,
     open_memory,
     progress_bars,
+    progress_options,
+    read_text,
     scope_from,
     scope_options,
 )
 from kindling.cli.format import echo, format_time, problems_notice
+from kindling.cli.when import INSTANT, TIME_HELP, utc_option
 from kindling.search.request import SearchRequest
 
 RULE = "=" * 50
@@ -25,7 +27,9 @@ RULE = "=" * 50
 @click.argument("query", nargs=-1)
 @scope_options
 @kind_option
-@click.option("--since", type=TIMESTAMP, metavar="MS", help="Only from this time on (epoch ms).")
+@click.option(
+    "--since", type=INSTANT, metavar="TIME", help=f"Only from this time on: {TIME_HELP}."
+)
 @click.option(
     "--max",
     "max_results",
@@ -46,26 +50,42 @@ RULE = "=" * 50
     is_flag=True,
     help="Show each score's parts: matched terms, relevance, episode boost, recency.",
 )
+@click.option(
+    "--exit-code",
+    "exit_code",
+    is_flag=True,
+    help="Exit 1 when the query matched no candidate, as grep does (pins and the current "
+    "summary, shown whatever the query, do not count). Without it the exit status is 0 "
+    "whenever the search ran, which agents read as success.",
+)
+@utc_option
 @json_option
 @click.pass_context
 def search_cmd(
-    ctx, query, kinds, since, max_results, max_tokens, explain, json_, **scope_kwargs
+    ctx, query, kinds, since, max_results, max_tokens, explain, exit_code, json_, **scope_kwargs
 ) -> None:
     """Search memory: pins, the current summary, then ranked full-text matches.
 
     Any text works: words, names in any case style (busyTimeout finds busy_timeout), or a
-    pasted error. Rarer shared terms count more; the fix that followed a matching error in
-    its session ranks with it. Quoted phrases, OR/NOT between words and prefix* are honoured.
+    pasted error (QUERY - reads it from stdin). Rarer shared terms count more; the fix that
+    followed a matching error in its session ranks with it. Quoted phrases, OR/NOT between
+    words and prefix* are honoured.
+
+    Exit status: 0 when the search ran, found or not; with --exit-code, 1 when no candidate
+    matched (2 for a usage error either way).
 
     \b
     Example:
       kindling search "authentication error"
       kindling search auth --session s-1 --repo ./my-project --max 5 --json
       kindling search "TypeError: Cannot read properties of undefined" --explain
+      pbpaste | kindling search -
+      kindling search "flaky test" --exit-code --json > hits.json || echo "nothing found"
     """
+    text = read_text("-", what="QUERY") if query == ("-",) else " ".join(query)
     memory = open_memory(ctx, autowatch=True)
     request = SearchRequest.checked(
-        " ".join(query),
+        text,
         scope=scope_from(scope_kwargs, memory),
         kinds=kinds,
         since=since,
@@ -79,6 +99,8 @@ def search_cmd(
         echo_json(result)
     else:
         echo(render(result), nl=False)
+    if exit_code and not result["candidates"]:
+        ctx.exit(1)
 
 
 def _content(text: str) -> str:
@@ -165,6 +187,7 @@ def explain_lines(score: float, parts: dict) -> list[str]:
 
 @click.command("reindex")
 @click.option("--full", is_flag=True, help="Rebuild the whole index from the files.")
+@progress_options
 @json_option
 @click.pass_context
 def reindex_cmd(ctx, full, json_) -> None:
@@ -176,7 +199,7 @@ def reindex_cmd(ctx, full, json_) -> None:
       kindling reindex --full --json
     """
     memory = open_memory(ctx)
-    with progress_bars() as progress:
+    with progress_bars(ctx, json_=json_) as progress:
         report = memory.reindex(full=full, progress=progress)
     if json_:
         echo_json(report.as_dict())

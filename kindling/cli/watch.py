@@ -6,8 +6,9 @@ import datetime as dt
 
 import click
 
-from kindling.cli.common import FiniteFloatRange, json_option, open_memory
+from kindling.cli.common import json_option, open_memory
 from kindling.cli.format import echo
+from kindling.cli.when import Duration
 from kindling.watch.watcher import DEFAULT_DEBOUNCE_MS, DEFAULT_RECONCILE_S
 
 
@@ -15,28 +16,30 @@ from kindling.watch.watcher import DEFAULT_DEBOUNCE_MS, DEFAULT_RECONCILE_S
 @click.option(
     "--debounce",
     "debounce_ms",
-    type=click.IntRange(1, 3_600_000),
+    type=Duration(unit="ms", least=1, most=3_600_000),
     default=DEFAULT_DEBOUNCE_MS,
     show_default=True,
     envvar="KINDLING_WATCH_DEBOUNCE_MS",
-    metavar="MS",
-    help="Group changes for up to MS milliseconds before applying them "
-    "(env KINDLING_WATCH_DEBOUNCE_MS).",
+    metavar="DURATION",
+    help="Group changes for up to this long before applying them: 200ms, 2s, or milliseconds "
+    "up to 1h (env KINDLING_WATCH_DEBOUNCE_MS).",
 )
 @click.option(
     "--reconcile-every",
-    type=FiniteFloatRange(0, 86_400),
+    type=Duration(unit="s", least=0, most=86_400_000, seconds=True),
     default=DEFAULT_RECONCILE_S,
     show_default=True,
-    metavar="SECONDS",
-    help="Also walk the whole store this often, healing anything missed (0: never).",
+    metavar="DURATION",
+    help="Also walk the whole store this often, healing anything missed: 10m, 1h, or seconds "
+    "up to 1d (0: never).",
 )
 @click.option(
     "--idle-exit",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Duration(unit="s", least=1, seconds=True),
     default=None,
-    metavar="SECONDS",
-    help="Exit after SECONDS in which no reader relied on the watcher and no file changed.",
+    metavar="DURATION",
+    help="Exit after this long (30m, 2h, or seconds) in which no reader relied on the watcher "
+    "and no file changed.",
 )
 @click.option(
     "--stop",

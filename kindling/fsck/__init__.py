@@ -14,6 +14,7 @@ from kindling.fileio import is_temp_name
 from kindling.fsck.files import STALE_TEMP_SECONDS, FileChecker
 from kindling.fsck.index_check import index_problems
 from kindling.fsck.report import CHECKS, FIXABLE, Finding, FsckReport
+from kindling.progress import ProgressFactory
 from kindling.store import Store
 
 __all__ = [
@@ -29,15 +30,28 @@ __all__ = [
 
 
 def fsck(
-    store: Store, *, fix: bool = False, check_index: bool = True, now: float | None = None
+    store: Store,
+    *,
+    fix: bool = False,
+    check_index: bool = True,
+    now: float | None = None,
+    progress: ProgressFactory | None = None,
 ) -> FsckReport:
-    """Check the whole store; with `fix`, make the safe repairs and record each one."""
-    checker = FileChecker(store, fix=fix, now=time.time() if now is None else now)
+    """Check the whole store; with `fix`, make the safe repairs and record each one.
+
+    `progress(label, total)`, when given, hears the files walk (per fan-out folder) and the
+    index check.
+    """
+    started = time.time() if now is None else now
+    checker = FileChecker(store, fix=fix, now=started, progress=progress)
     checker.walk()
     checker.walk_outside_objects()
     checker.cross_checks()
     if check_index:
+        step = progress("Checking index", 1) if progress else None
         checker.report.problems.extend(index_problems(store, fix=fix))
+        if step is not None:
+            step(1)
     order = {name: i for i, name in enumerate(CHECKS)}
     checker.report.problems.sort(key=lambda p: (order.get(p.check, 99), p.path))
     return checker.report

@@ -34,8 +34,9 @@ class _Entity:
 
 
 class FileChecker:
-    def __init__(self, store: Store, *, fix: bool, now: float) -> None:
+    def __init__(self, store: Store, *, fix: bool, now: float, progress=None) -> None:
         self.store = store
+        self.progress = progress  # a kindling.progress.ProgressFactory, or None
         self.fix = fix
         self.now = now
         self.report = FsckReport(store.root)
@@ -59,9 +60,12 @@ class FileChecker:
         if not objects.is_dir():
             self.problem("objects", "stray", "objects/ folder is missing")
             return
+        step = self.progress("Checking", _fanout_count(objects)) if self.progress else None
         for dirpath, dirnames, filenames in os.walk(objects, followlinks=False):
             dirnames.sort()
             here = Path(dirpath)
+            if step is not None and len(here.relative_to(objects).parts) == 2:
+                step(1)  # one fan-out folder (objects/<type>/<xx>) done, or about to be
             for name in list(dirnames):
                 if (here / name).is_symlink():
                     dirnames.remove(name)
@@ -296,6 +300,18 @@ def stale_temp(name: str, age: float) -> str | None:
         return None
     minutes = age / 60
     return f"its writer, process {pid}, is gone; {minutes:.0f} min old"
+
+
+def _fanout_count(objects: Path) -> int:
+    """How many fan-out folders objects/<type>/<xx> hold (symlinks not counted)."""
+    count = 0
+    try:
+        types = [e for e in os.scandir(objects) if e.is_dir(follow_symlinks=False)]
+        for entry in types:
+            count += sum(1 for e in os.scandir(entry.path) if e.is_dir(follow_symlinks=False))
+    except OSError:
+        pass
+    return count
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int]:
