@@ -43,14 +43,16 @@ _NOT_RECALLED_KINDS = ("command", "tool_call")
 MIN_LINE_CHARS = 60
 
 
-def repo_scopes(memory, repo: RepoIdentity) -> list[dict]:
-    """Scopes selecting the repository's memory: none needed when the store is the repo's own."""
+def repo_scopes(memory, repo: RepoIdentity, agent: str | None = None) -> list[dict]:
+    """Scopes selecting the repository's memory: none needed when the store is the repo's own;
+    with `agent`, only what that agent recorded (scopeIds.agentId)."""
+    only = {"agentId": agent} if agent else {}
     try:
         memory.store.root.resolve().relative_to(repo.root.resolve())
-        return [{}]
+        return [only]
     except ValueError:
         pass
-    return [{"repoId": repo_id} for repo_id in repo.ids]
+    return [{"repoId": repo_id, **only} for repo_id in repo.ids]
 
 
 def _listed(memory, entity_type: str, scopes: list[dict], *, time_key: str, **options) -> list:
@@ -166,12 +168,14 @@ def session_context(
     capsule_id: str | None,
     *,
     max_chars: int = MAX_CONTEXT_CHARS,
+    agent: str | None = None,
 ) -> tuple[str, list[str]]:
     """The context for a session's start, within `max_chars`; and the ids it shows.
 
     After its header: the latest unfinished session of the repository, then how to record,
-    pins, recent session summaries, open problems and recent activity."""
-    scopes = repo_scopes(memory, repo)
+    pins, recent session summaries, open problems and recent activity; with `agent`, only
+    what that agent recorded."""
+    scopes = repo_scopes(memory, repo, agent)
     now = now_ms()
     out = Section(max_chars - 160)  # room kept for the closing line
     out.add(f"# Kindling memory for {repo.id}")
@@ -268,6 +272,7 @@ def prompt_recall(
     already: set[str],
     *,
     max_chars: int = RECALL_MAX_CHARS,
+    agent: str | None = None,
 ) -> tuple[str | None, list[str]]:
     """Memories answering `prompt` not yet shown in this session: (context text, their ids).
 
@@ -282,7 +287,7 @@ def prompt_recall(
 
     query = one_line(prompt, 500)
     found: dict[str, Recalled] = {}
-    for scope in repo_scopes(memory, repo):
+    for scope in repo_scopes(memory, repo, agent):
         try:
             request = SearchRequest.checked(
                 query, scope=scope, max_results=RECALL_CANDIDATES, explain=True

@@ -4,18 +4,20 @@ The summary is built from all the capsule's observations, no side files and no m
 (kindling.agents.summary): what was asked, tried, found, changed, left failing and left to
 do, then Claude's last turn-end message; or, when the agent logged its own summary, that
 first. Evidence refs point at the observations it rests on. A capsule left open by a session
-that never ended closes the same way at the next SessionStart in that repository, once it
-has been idle for STALE_AFTER_MS, its summary saying it was interrupted.
+that never ended closes the same way at a later SessionStart, its summary saying it was
+interrupted: in the clone that ran it once it has been idle for STALE_AFTER_MS, in any other
+clone only once it is abandoned (kindling.agents.abandoned).
 """
 
 from __future__ import annotations
 
-from kindling.agents.payload import SOURCE
+from kindling.agents import abandoned, owned
+from kindling.agents.agent_ids import is_hook_session
 from kindling.agents.summary import MAX_EVIDENCE, MAX_SUMMARY_CHARS, Closing, build
 from kindling.clock import now_ms
 from kindling.errors import KindlingError
 
-STALE_AFTER_MS = 4 * 60 * 60 * 1000  # four hours without a new observation
+STALE_AFTER_MS = abandoned.STALE_AFTER_MS
 
 __all__ = [
     "MAX_EVIDENCE",
@@ -66,7 +68,8 @@ def close_session_capsule(memory, capsule: dict, *, interrupted: bool = False) -
 
 
 def close_stale(memory, repo_ids: tuple[str, ...] | None, current_session: str) -> list[str]:
-    """Close Claude Code session capsules idle for STALE_AFTER_MS; the ids closed.
+    """Close hooked agents' session capsules this clone ran, idle for STALE_AFTER_MS, and
+    anyone's abandoned ones (kindling.agents.abandoned); the ids closed.
 
     `repo_ids` limits this to capsules of those repoIds (None: every capsule in the store).
     """
@@ -74,14 +77,15 @@ def close_stale(memory, repo_ids: tuple[str, ...] | None, current_session: str) 
     closed = []
     for capsule in memory.open_capsules():
         scope = capsule["scopeIds"]
-        if capsule["type"] != "session" or scope.get("agentId") != SOURCE:
+        if not is_hook_session(capsule):
             continue
         if scope.get("sessionId") == current_session:
             continue
         if repo_ids is not None and scope.get("repoId") not in repo_ids:
             continue
-        if now - memory.last_activity(capsule) < STALE_AFTER_MS:
-            continue
+        mine = owned.owns(memory.store, capsule)
+        if now - memory.last_activity(capsule) < abandoned.idle_limit_ms(memory.store, mine):
+            continue  # a teammate's session may still be alive: only its owner closes it
         try:
             closed.append(close_session_capsule(memory, capsule, interrupted=True)["id"])
         except KindlingError:

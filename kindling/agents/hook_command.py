@@ -1,4 +1,4 @@
-"""`kindling hook EVENT` as a process: the payload from stdin, hook JSON on stdout for the
+"""`kindling hook [--agent NAME] EVENT` as a process: the payload from stdin, hook JSON on stdout for the
 agent, a one-line note on stderr, and exit status 0 whatever happened."""
 
 from __future__ import annotations
@@ -9,11 +9,13 @@ from kindling.agents.hooks import HookResult, run_hook
 from kindling.terminal import safe_text
 
 
-def run_hook_command(event: str, store: str | None) -> None:
+def run_hook_command(
+    event: str, store: str | None, agent: str = "claude-code", from_agent: str | None = None
+) -> None:
     """Read the payload, run the hook, print its answer and note; never raises."""
     try:
         data = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
-        result = run_hook(event, data, store=store)
+        result = run_hook(event, data, store=store, agent=agent, from_agent=from_agent)
     except Exception as exc:  # noqa: BLE001 - a hook must never break the agent
         result = HookResult(message=f"kindling hook {event}: {exc}; nothing recorded")
     if result.stdout:

@@ -1,4 +1,7 @@
-"""Claude Code hooks: `kindling hook EVENT` turns each documented event into memory.
+"""Agent hooks: `kindling hook [--agent NAME] EVENT` turns each documented event into memory.
+
+One pipeline for every agent, in Claude Code's vocabulary: another agent's adapter
+(kindling.agents.adapters) maps its events and payloads onto these and shapes the answer.
 
 SessionStart closes capsules a vanished session left open, opens (or reuses) this session's
 capsule and answers with the context block. UserPromptSubmit records the prompt, names the
@@ -14,51 +17,25 @@ line on stderr, exit status 0, and is kept for `kindling status`.
 from __future__ import annotations
 
 import contextlib
-import json
 from typing import NamedTuple
 
-from kindling.agents import context, digest, records
+from kindling.agents import context, digest, records, session_capsule
 from kindling.agents.activity import note_activity
+from kindling.agents.adapters.claude_code import (
+    ALIASES,
+    EVENTS,
+    RECORDS_MESSAGE,
+    RECORDS_NOTHING,
+    RECORDS_TOOL,
+)
+from kindling.agents.agent_ids import CLAUDE_CODE, label
 from kindling.agents.intent import INTENT_WAITING, MAX_INTENT_CHARS, starts_new_task, switched
 from kindling.agents.payload import one_line, project_dir, read_payload, repo_of, scope_for
 from kindling.errors import KindlingError
 
-# Every documented Claude Code hook event: what it records.
-RECORDS_TOOL = "tool"
-RECORDS_MESSAGE = "message"
-RECORDS_NOTHING = None
-EVENTS: dict[str, str | None] = {
-    "SessionStart": RECORDS_NOTHING,  # handled below: capsule + context
-    "UserPromptSubmit": RECORDS_MESSAGE,
-    "PreToolUse": RECORDS_NOTHING,
-    "PermissionRequest": RECORDS_NOTHING,
-    "PostToolUse": RECORDS_TOOL,
-    "PostToolUseFailure": RECORDS_TOOL,
-    "Notification": RECORDS_MESSAGE,
-    "SubagentStart": RECORDS_NOTHING,
-    "SubagentStop": RECORDS_MESSAGE,
-    "Stop": RECORDS_MESSAGE,
-    "PreCompact": RECORDS_MESSAGE,
-    "PostCompact": RECORDS_MESSAGE,
-    "SessionEnd": RECORDS_NOTHING,  # handled below: closes the capsule
-}
-# The original Kindling plugin's names for the events (its hooks/hooks.json), and the rest in
-# the same kebab case.
-ALIASES = {
-    "session-start": "SessionStart",
-    "user-prompt-submit": "UserPromptSubmit",
-    "pre-tool-use": "PreToolUse",
-    "permission-request": "PermissionRequest",
-    "post-tool-use": "PostToolUse",
-    "post-tool-use-failure": "PostToolUseFailure",
-    "notification": "Notification",
-    "subagent-start": "SubagentStart",
-    "subagent-stop": "SubagentStop",
-    "stop": "Stop",
-    "pre-compact": "PreCompact",
-    "post-compact": "PostCompact",
-    "session-end": "SessionEnd",
-}
+# Every documented Claude Code hook event and what it records: the pipeline's own vocabulary,
+# which each agent's adapter (kindling.agents.adapters) maps its events onto.
+__all__ = ["ALIASES", "EVENTS", "RECORDS_MESSAGE", "RECORDS_NOTHING", "RECORDS_TOOL"]
 
 
 class HookResult(NamedTuple):
@@ -67,6 +44,15 @@ class HookResult(NamedTuple):
     stdout: str | None = None
     message: str | None = None
     recorded: str | None = None
+    context: str | None = None  # what the agent is told, before its adapter shapes it
+
+
+class Options(NamedTuple):
+    """How one hook runs: whether the agent takes recalled memory back at a prompt, and the
+    agent whose memory alone the start context and recall show (None: every agent's)."""
+
+    recall: bool = True
+    from_agent: str | None = None
 
 
 def record_for(event: str, payload: dict) -> records.Record | None:
@@ -78,26 +64,9 @@ def record_for(event: str, payload: dict) -> records.Record | None:
     return None
 
 
-def _answer(event: str, text: str | None) -> str | None:
-    if not text:
-        return None
-    output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
-    return json.dumps(output, ensure_ascii=False)
-
-
-def _session_capsule(memory, scope: dict) -> dict:
-    existing = memory.open_session_capsule(scope["sessionId"])
-    if existing is not None:
-        return existing
-    intent = f"Claude Code session in {scope['repoId']}{INTENT_WAITING}"
-    try:
-        return memory.open_capsule(intent, type="session", scope=scope).entity
-    except KindlingError:
-        # Another hook of the same session opened it between our look and our write.
-        existing = memory.open_session_capsule(scope["sessionId"])
-        if existing is None:
-            raise
-        return existing
+def _session_capsule(memory, scope: dict, *, starting: bool = False) -> dict:
+    intent = f"{label(scope['agentId'])} session in {scope['repoId']}{INTENT_WAITING}"
+    return session_capsule.session_capsule(memory, scope, intent, starting=starting)
 
 
 def _injected(memory, session_id: str) -> set[str]:
@@ -112,24 +81,26 @@ def _injected(memory, session_id: str) -> set[str]:
     return seen
 
 
-def session_start(memory, payload: dict) -> HookResult:
+def session_start(memory, payload: dict, options: Options = Options()) -> HookResult:
     """Close stale capsules, open this session's, record the start and answer with context."""
     repo = repo_of(payload)
     scope = scope_for(payload, repo)
     scopes = context.repo_scopes(memory, repo)
     digest.close_stale(memory, None if scopes == [{}] else repo.ids, scope["sessionId"])
-    capsule = _session_capsule(memory, scope)
-    text, shown = context.session_context(memory, repo, scope["sessionId"], capsule["id"])
+    capsule = _session_capsule(memory, scope, starting=True)
+    text, shown = context.session_context(
+        memory, repo, scope["sessionId"], capsule["id"], agent=options.from_agent
+    )
     source = payload.get("source") if isinstance(payload.get("source"), str) else "startup"
     memory.log(
-        f"Claude Code session started ({source}) in {repo.id}.",
+        f"{label(scope['agentId'])} session started ({source}) in {repo.id}.",
         scope=scope,
-        provenance={"source": "claude-code", "hook": "SessionStart", "shown": shown},
+        provenance={"source": scope["agentId"], "hook": "SessionStart", "shown": shown},
     )
-    return HookResult(stdout=_answer("SessionStart", text), recorded=capsule["id"])
+    return HookResult(context=text, recorded=capsule["id"])
 
 
-def prompt_submitted(memory, payload: dict) -> HookResult:
+def prompt_submitted(memory, payload: dict, options: Options = Options()) -> HookResult:
     """Record the prompt, title the capsule after the first one (and each new task in it),
     answer with recalled memory."""
     repo = repo_of(payload)
@@ -137,19 +108,23 @@ def prompt_submitted(memory, payload: dict) -> HookResult:
     found = records.message_record("UserPromptSubmit", payload)
     if found is None:
         return HookResult()
-    already = _injected(memory, scope["sessionId"])
-    recalled, shown = context.prompt_recall(
-        memory, repo, scope["sessionId"], found.content, already
-    )
+    recalled, shown = None, []
+    if options.recall:
+        already = _injected(memory, scope["sessionId"])
+        recalled, shown = context.prompt_recall(
+            memory, repo, scope["sessionId"], found.content, already, agent=options.from_agent
+        )
     provenance = {**found.provenance, "shown": shown}
     capsule = _session_capsule(memory, scope)  # hooks installed mid-session start one here
     written = memory.log(found.content, kind="message", scope=scope, provenance=provenance)
     if capsule["intent"].endswith(INTENT_WAITING):
-        memory.set_intent(capsule["id"], one_line(found.content, MAX_INTENT_CHARS))
+        titled = memory.set_intent(capsule["id"], one_line(found.content, MAX_INTENT_CHARS))
+        session_capsule.remember(memory, titled.entity)
     elif starts_new_task(capsule["intent"], found.content):
-        memory.set_intent(capsule["id"], switched(capsule["intent"], found.content))
+        titled = memory.set_intent(capsule["id"], switched(capsule["intent"], found.content))
+        session_capsule.remember(memory, titled.entity)
     return HookResult(
-        stdout=_answer("UserPromptSubmit", recalled),
+        context=recalled,
         message=_masked_note(written.masked),
         recorded=written.entity["id"],
     )
@@ -158,54 +133,77 @@ def prompt_submitted(memory, payload: dict) -> HookResult:
 def session_end(memory, payload: dict) -> HookResult:
     """Close the session's capsule with its closing summary."""
     scope = scope_for(payload)
+    session_capsule.ensure(memory, scope)
     capsule = memory.open_session_capsule(scope["sessionId"])
     if capsule is None:
         return HookResult()
-    return HookResult(recorded=digest.close_session_capsule(memory, capsule)["id"])
+    closed = digest.close_session_capsule(memory, capsule)
+    session_capsule.remember(memory, closed, ended=True)
+    return HookResult(recorded=closed["id"])
 
 
 def _masked_note(masked: int) -> str | None:
     return f"kindling: masked {masked} secret(s) before recording" if masked else None
 
 
-def handle(memory, event: str, payload: dict) -> HookResult:
-    """Apply one parsed hook payload to the store."""
+def handle(memory, event: str, payload: dict, options: Options = Options()) -> HookResult:
+    """Apply one parsed (Claude Code shaped) hook payload to the store."""
     if event == "SessionStart":
-        return session_start(memory, payload)
+        return session_start(memory, payload, options)
     if event == "UserPromptSubmit":
-        return prompt_submitted(memory, payload)
+        return prompt_submitted(memory, payload, options)
     if event == "SessionEnd":
         return session_end(memory, payload)
     scope = scope_for(payload)
     found = record_for(event, payload)
     if found is None:
         return HookResult()
+    session_capsule.ensure(memory, scope)  # its file may be gone with a `git switch`
     written = memory.log(found.content, kind=found.kind, scope=scope, provenance=found.provenance)
     return HookResult(message=_masked_note(written.masked), recorded=written.entity["id"])
 
 
-def run_hook(event: str, data: bytes, store: str | None = None) -> HookResult:
-    """Everything `kindling hook EVENT` does; never raises, problems become the message."""
+def run_hook(
+    event: str,
+    data: bytes,
+    store: str | None = None,
+    *,
+    agent: str = CLAUDE_CODE,
+    from_agent: str | None = None,
+) -> HookResult:
+    """Everything `kindling hook [--agent NAME] EVENT` does; never raises, problems become the
+    message. The agent's adapter maps its event and payload onto the pipeline's and shapes the
+    answer in the agent's own output form."""
+    from kindling.agents import adapters
     from kindling.memory import Memory
 
-    event = ALIASES.get(event, event)
     memory = None
     payload: dict = {}
+    adapter = None
     try:
-        payload = read_payload(data)
-        memory = Memory(store, cwd=project_dir(payload), autowatch=True)
-        if event not in EVENTS:
+        adapter = adapters.get(agent)
+        raw = read_payload(data)
+        if event not in adapter.events:
+            payload = raw
+            memory = Memory(store, cwd=project_dir(payload), autowatch=True)
             note_activity(memory.store, event, known=False)
             memory.close()
-            unknown = f"kindling hook: unknown hook event {event!r}; nothing recorded"
-            return HookResult(message=unknown)
-        named = payload.get("hook_event_name")
-        if isinstance(named, str) and ALIASES.get(named, named) != event:
+            who = "" if agent == CLAUDE_CODE else f"{label(agent)} "
+            unknown = f"kindling hook: unknown {who}hook event {event!r}; nothing recorded"
+            return _shaped(adapter, event, HookResult(message=unknown))
+        if adapter.events[event] is None:
+            return _shaped(adapter, event, HookResult())  # an event this agent records nothing for
+        named = raw.get("hook_event_name")
+        if isinstance(named, str) and adapter.events.get(named, named) != adapter.events[event]:
             raise KindlingError(f"payload is for {named}, not {event}")
+        normalized = adapter.normalize(event, raw)
+        payload = normalized.payload
+        memory = Memory(store, cwd=project_dir(payload), autowatch=True)
+        options = Options(recall=adapter.injects_prompt_context, from_agent=from_agent)
         with memory, memory.batch():
-            result = handle(memory, event, payload)
-        note_activity(memory.store, event, recorded=result.recorded)
-        return result
+            result = handle(memory, normalized.event, payload, options)
+        note_activity(memory.store, normalized.event, recorded=result.recorded)
+        return _shaped(adapter, event, result)
     except KindlingError as exc:
         message = f"kindling hook {event}: {exc}; nothing recorded"
     except Exception as exc:  # noqa: BLE001 - a hook must never break the agent
@@ -216,7 +214,15 @@ def run_hook(event: str, data: bytes, store: str | None = None) -> HookResult:
     with contextlib.suppress(Exception):
         if memory is None:
             memory = Memory(store, cwd=project_dir(payload))
-        note_activity(memory.store, event, error=message, known=event in EVENTS)
+        known = adapter is not None and event in adapter.events
+        note_activity(memory.store, event, error=message, known=known)
     if memory is not None:
         memory.close()
-    return HookResult(message=message)
+    return _shaped(adapter, event, HookResult(message=message))
+
+
+def _shaped(adapter, event: str, result: HookResult) -> HookResult:
+    """`result` with its context written in the agent's output form (some answer every time)."""
+    if adapter is None:
+        return result
+    return result._replace(stdout=adapter.answer(event, result.context))

@@ -12,6 +12,9 @@ hold; it keeps the nearest value it can, visibly:
 - Nesting deeper than MAX_DEPTH is cut there: the deeper value becomes TOO_DEEP. That is far
   below the 64 levels provenance may hold, and below what any parser after this one takes.
 
+The one exception is text a person marked `<private>`: every string that comes in through here
+has it taken out (kindling.agents.private), so it reaches no file, index or summary.
+
 Parsing is json's C scanner with hooks for the numbers, then one walk over the result for the
 strings and the depth; only a document too deep for the scanner is first cut in its text.
 """
@@ -23,6 +26,7 @@ import math
 import re
 from typing import Any
 
+from kindling.agents.private import strip_private
 from kindling.model import MAX_JSON_INT
 
 MAX_DEPTH = 32
@@ -38,7 +42,9 @@ _STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
 
 
 def keep_text(text: str) -> str:
-    """`text` with every lone surrogate replaced by U+FFFD (UTF-8 cannot hold one)."""
+    """`text` with every lone surrogate replaced by U+FFFD (UTF-8 cannot hold one) and every
+    `<private>` section taken out."""
+    text = strip_private(text)
     if text.isascii() or not _SURROGATE.search(text):
         return text
     return _SURROGATE.sub(REPLACEMENT, text)

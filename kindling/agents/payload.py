@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from kindling.agents.agent_ids import CLAUDE_CODE, HOOK_AGENTS
 from kindling.agents.intake import TOO_DEEP, loads
 from kindling.clock import format_utc
 from kindling.errors import KindlingError
@@ -18,7 +19,10 @@ from kindling.masking import mask_json, mask_text, mask_then_cut
 from kindling.repo_identity import RepoIdentity, identify
 from kindling.terminal import one_line as fold
 
-SOURCE = "claude-code"
+SOURCE = CLAUDE_CODE
+# Set by the agent's adapter (kindling.agents.adapters) on the payload it hands on: which
+# agent recorded it. A raw payload never carries it; the adapter overwrites whatever it held.
+AGENT_KEY = "kindling_agent"
 
 # Nested payload values kept in provenance: strings, lists and depth are bounded.
 RAW_STRING_CHARS = 1_000
@@ -41,8 +45,10 @@ def read_payload(data: bytes) -> dict:
 
 
 def project_dir(payload: dict) -> Path:
-    """The project: $CLAUDE_PROJECT_DIR when Claude Code sets it, else the payload's cwd."""
-    chosen = os.environ.get("CLAUDE_PROJECT_DIR") or payload.get("cwd")
+    """The project: $CLAUDE_PROJECT_DIR when Claude Code sets it, else the payload's cwd (the
+    one the agent's adapter chose for every other agent)."""
+    claude = os.environ.get("CLAUDE_PROJECT_DIR") if agent_of(payload) == SOURCE else None
+    chosen = claude or payload.get("cwd")
     if not isinstance(chosen, str) or not chosen:
         chosen = os.getcwd()
     return Path(chosen).absolute()
@@ -53,13 +59,19 @@ def repo_of(payload: dict) -> RepoIdentity:
     return identify(project_dir(payload))
 
 
+def agent_of(payload: dict) -> str:
+    """The agent whose hook sent `payload` (its adapter says so); Claude Code by default."""
+    agent = payload.get(AGENT_KEY)
+    return agent if agent in HOOK_AGENTS else SOURCE
+
+
 def scope_for(payload: dict, repo: RepoIdentity | None = None) -> dict:
-    """sessionId from session_id, repoId from the repository's identity, agentId claude-code."""
+    """sessionId from session_id, repoId from the repository's identity, agentId the agent's."""
     session = payload.get("session_id")
     if not isinstance(session, str) or not session.strip():
         raise KindlingError("hook payload has no session_id")
     repo = repo or repo_of(payload)
-    return {"sessionId": session, "repoId": repo.id, "agentId": SOURCE}
+    return {"sessionId": session, "repoId": repo.id, "agentId": agent_of(payload)}
 
 
 def text_of(value: Any) -> str:

@@ -13,9 +13,10 @@ import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from kindling.agents.agent_ids import label
 from kindling.agents.intake import keep_int
 from kindling.agents.payload import (
-    SOURCE,
+    agent_of,
     cut,
     one_line,
     project_dir,
@@ -27,7 +28,8 @@ from kindling.errors import KindlingError
 
 # Tool output, diffs and written file bodies keep this many characters (head and tail).
 MAX_TOOL_OUTPUT_CHARS = 4_000
-FILE_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
+# ApplyPatch: Codex's apply_patch, its patch text as the adapter hands it on.
+FILE_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit", "ApplyPatch")
 OWN_MCP_TOOLS = "mcp__kindling__"
 _EXIT_CODE = re.compile(r"\b(?:exit|status) code:?\s*(-?\d+)", re.IGNORECASE)
 
@@ -86,6 +88,8 @@ def file_diff(tool: str, tool_input: dict, response: Any, root: Path) -> tuple[s
             f"NotebookEdit {shown} ({mode} {cell})\n{text_of(tool_input.get('new_source'))}",
             shown,
         )
+    if tool == "ApplyPatch":
+        return text_of(tool_input.get("patch")), shown
     resp = response if isinstance(response, dict) else {}
     header = f"--- a/{shown}\n+++ b/{shown}\n"
     patches = resp.get("structuredPatch")
@@ -143,7 +147,9 @@ def tool_record(event: str, payload: dict) -> Record | None:
     root = project_dir(payload)
     tool_input = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
     what = subject(tool, tool_input, root)
-    prov: dict[str, Any] = {"source": SOURCE, "hook": event, "tool": tool, "subject": what}
+    prov: dict[str, Any] = {
+        "source": agent_of(payload), "hook": event, "tool": tool, "subject": what
+    }
     if isinstance(payload.get("tool_use_id"), str):
         prov["toolUseId"] = payload["tool_use_id"]
     raw: dict[str, Any] = {"tool_input": tool_input}
@@ -205,10 +211,10 @@ _MESSAGES = {
 
 def message_record(event: str, payload: dict) -> Record | None:
     """The `message` a prompt, Stop, SubagentStop, compaction or notification records."""
-    prov: dict[str, Any] = {"source": SOURCE, "hook": event}
+    prov: dict[str, Any] = {"source": agent_of(payload), "hook": event}
     if event == "PreCompact":
         trigger = text_of(payload.get("trigger")) or "unknown"
-        text = f"Claude Code compacted its context (trigger: {trigger})."
+        text = f"{label(prov['source'])} compacted its context (trigger: {trigger})."
         instructions = payload.get("custom_instructions")
         if isinstance(instructions, str) and instructions.strip():
             text += f" Instructions: {cut(instructions.strip(), 2_000)[0]}"

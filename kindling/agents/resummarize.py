@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from kindling.agents.digest import STALE_AFTER_MS, members
-from kindling.agents.payload import SOURCE, one_line
+from kindling.agents.agent_ids import HOOK_AGENTS
+from kindling.agents.payload import one_line
 from kindling.agents.summary import build
 from kindling.errors import KindlingError
 from kindling.index.traits import hook_of, provenance
@@ -66,7 +67,7 @@ def is_claude_session(capsule: dict) -> bool:
     """A closed Claude Code session capsule with a summary."""
     return (
         capsule["type"] == "session"
-        and capsule["scopeIds"].get("agentId") == SOURCE
+        and capsule["scopeIds"].get("agentId") in HOOK_AGENTS
         and capsule["status"] == "closed"
         and bool(capsule.get("summaryId"))
     )
@@ -116,7 +117,7 @@ def why_not_ours(summary: dict, capsule: dict, found: list[dict]) -> str | None:
         return "it was forgotten"
     if not found:
         return "its capsule has no observations left"
-    if not any(provenance(o).get("source") == SOURCE for o in found):
+    if not any(provenance(o).get("source") in HOOK_AGENTS for o in found):
         return "its capsule's observations were not recorded by the Claude Code hooks"
     if not set(summary["evidenceRefs"]) <= set(capsule["observationIds"]):
         return "it cites observations outside its capsule"

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kindling.agents.intent import INTENT_WAITING
-from kindling.agents.payload import SOURCE, one_line, short_id, when
+from kindling.agents.agent_ids import is_hook_session
+from kindling.agents.payload import one_line, short_id, when
 from kindling.errors import KindlingError
 from kindling.index.traits import file_of, hook_of
 
@@ -84,7 +85,7 @@ def _cut_off(records: list[dict]) -> bool:
 
 
 def _is_claude_session(capsule: dict) -> bool:
-    return capsule["type"] == "session" and capsule["scopeIds"].get("agentId") == SOURCE
+    return is_hook_session(capsule)  # any hooked agent's session, Claude Code's or another's
 
 
 def latest_interrupted(
