@@ -250,8 +250,26 @@ def _remove_claude(project: Path) -> list[Change]:
 
 
 def remove(agent: str, project_dir) -> list[Change]:
-    """Take `agent`'s hooks (or plugin) and MCP server out of the project again."""
+    """Take `agent`'s hooks (or plugin) and MCP server out of the project again; folders
+    left empty by it (`.codex/`, `.opencode/plugins/`, ...) go too."""
     project = Path(project_dir).absolute()
+    changes = _remove(agent, project)
+    for change in changes:
+        if change.what == "removed":
+            _prune(change.path.parent, project)
+    return changes
+
+
+def _prune(folder: Path, project: Path) -> None:
+    while folder != project and project in folder.parents:
+        try:
+            folder.rmdir()  # only an empty folder: anything of the user's keeps it
+        except OSError:
+            return
+        folder = folder.parent
+
+
+def _remove(agent: str, project: Path) -> list[Change]:
     if agent == "claude-code":
         return _remove_claude(project)
     if agent == "codex":

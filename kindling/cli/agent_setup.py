@@ -27,6 +27,22 @@ def chosen_agents(names: tuple[str, ...], claude_code: bool, project: Path) -> l
     return list(dict.fromkeys(wanted))
 
 
+def remove_agents(names: tuple[str, ...], claude_code: bool, path: str | None) -> None:
+    """`kindling init --remove`: each named agent's setup (every agent's when none is named)
+    taken out of the project (the git work tree's top, else PATH or here)."""
+    from kindling.git.setup import find_repo
+    from kindling.errors import KindlingError
+
+    start = Path(path or ".").absolute()
+    try:
+        repo = find_repo(start)
+    except KindlingError:  # no git on this machine
+        repo = None
+    base = Path(repo or start).absolute()
+    chosen = chosen_agents(names or (() if claude_code else ("every",)), claude_code, base)
+    set_up(chosen, base, remove=True)
+
+
 def set_up(agents: list[str], base: Path, *, remove: bool) -> None:
     """Install (or remove) each agent's hooks and MCP server in `base`, saying what changed."""
     from kindling.agents import agent_install

@@ -101,7 +101,6 @@ def mcp_cmd(ctx: click.Context, stores: tuple[str, ...]) -> None:
       kindling mcp --store ~/work/api/.kindling --store ~/work/web/.kindling
     """
     from kindling.agents.mcp_server import serve
-
     from kindling.settings import find_store
 
     root = store_path(ctx)
@@ -110,16 +109,30 @@ def mcp_cmd(ctx: click.Context, stores: tuple[str, ...]) -> None:
 
 @click.command("hook", hidden=True)
 @click.argument("event", metavar="EVENT")
+@click.option(
+    "--agent",
+    default="claude-code",
+    show_default=True,
+    metavar="NAME",
+    help="The agent sending EVENT: claude-code, codex, gemini, cursor or opencode.",
+)
+@click.option(
+    "--from-agent",
+    metavar="NAME",
+    help="Show only what this agent recorded in the start context and prompt recall.",
+)
 @click.pass_context
-def hook_cmd(ctx: click.Context, event: str) -> None:
-    """Record a Claude Code hook EVENT from the JSON on stdin; never fails the agent.
+def hook_cmd(ctx: click.Context, event: str, agent: str, from_agent: str | None) -> None:
+    """Record an agent's hook EVENT from the JSON on stdin; never fails the agent.
 
     EVENT is any Claude Code hook event: SessionStart (prints the context block),
     UserPromptSubmit (prints memories recalled for the prompt), PostToolUse,
     PostToolUseFailure, Notification, Stop, SubagentStop, PreCompact, PostCompact,
     SessionEnd (closes the session's capsule with a summary); others are accepted and
     ignored. The original Kindling plugin's names work too (session-start, post-tool-use,
-    ...; `kindling-hook EVENT` is the same command). Problems are one line on stderr, exit
+    ...; `kindling-hook EVENT` is the same command). With --agent, the events of Codex CLI,
+    Gemini CLI, Cursor and OpenCode, in their own names, are recorded the same way and
+    answered in that agent's own form (docs/agents.md). Problems are one line on stderr, exit
     status 0, and shown by `kindling status`.
 
     \b
@@ -129,7 +142,7 @@ def hook_cmd(ctx: click.Context, event: str) -> None:
     """
     from kindling.agents.hook_command import run_hook_command
 
-    run_hook_command(event, store_path(ctx))
+    run_hook_command(event, store_path(ctx), agent=agent, from_agent=from_agent)
 
 
 @click.command("summarize")

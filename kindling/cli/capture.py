@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from kindling import canonical
@@ -43,6 +45,18 @@ def _report(written, json_: bool) -> None:
     help="Also set up Claude Code: hooks, the MCP server, a memory skill and slash commands.",
 )
 @click.option(
+    "--agent",
+    "agents",
+    multiple=True,
+    metavar="NAME",
+    help="Also set up this agent: claude-code, codex, gemini, cursor, opencode, or all found.",
+)
+@click.option(
+    "--remove",
+    is_flag=True,
+    help="Take out what init wrote for the agents (all of them unless --agent names some).",
+)
+@click.option(
     "--local",
     is_flag=True,
     help="With --claude-code: just for you (.claude/settings.local.json, listed in .gitignore).",
@@ -56,7 +70,13 @@ def _report(written, json_: bool) -> None:
 )
 @click.pass_context
 def init_cmd(
-    ctx: click.Context, path: str | None, claude_code: bool, local: bool, plugin_dir: str | None
+    ctx: click.Context,
+    path: str | None,
+    claude_code: bool,
+    agents: tuple[str, ...],
+    remove: bool,
+    local: bool,
+    plugin_dir: str | None,
 ) -> None:
     """Create a store: PATH/.kindling (default: the git work tree's top, else here).
 
@@ -68,12 +88,20 @@ def init_cmd(
     (.claude/commands/memory/); every other setting is kept. --plugin DIR writes all of it
     as a Claude Code plugin instead (load it with `claude --plugin-dir DIR`).
 
+    --agent NAME (codex, gemini, cursor, opencode, claude-code; `all`: every agent whose
+    folder is here or in your home) writes that agent's hooks (OpenCode: a plugin) and MCP
+    server into the project, merged with what is there, and says what the agent needs
+    before they run. --remove takes out exactly what init wrote (every agent's, unless
+    --agent names some) and leaves everything else.
+
     \b
     Example:
       kindling init
       kindling init --claude-code
       kindling init --claude-code --local
       kindling init --claude-code --plugin ~/claude-plugins/kindling
+      kindling init --agent codex --agent cursor     # or: --agent all (every agent found)
+      kindling init --remove --agent codex
       kindling --store /tmp/scratch-memory init
     """
     from kindling.git import setup as gitsetup
@@ -90,6 +118,11 @@ def init_cmd(
         raise click.UsageError(f"{'--local' if local else '--plugin'} goes with --claude-code")
     if local and plugin_dir:
         raise click.UsageError("--plugin writes a plugin folder; --local does not apply to it")
+    if remove:  # takes the agents' setup out again; the store stays as it is
+        from kindling.cli.agent_setup import remove_agents
+
+        remove_agents(agents, claude_code, path)
+        return
     root = Memory.init(path, store=store).store.root
     echo(f"Kindling store ready at {root}")
     gitsetup.install_gitattributes(root)
@@ -99,6 +132,12 @@ def init_cmd(
         repo = None
     if repo is not None and gitsetup.register_merge_driver(repo):
         echo(f"Registered the Kindling merge driver in {repo}'s git config")
+    if agents:
+        from kindling.cli.agent_setup import chosen_agents, set_up
+
+        base = Path(repo or root.parent).absolute()
+        set_up(chosen_agents(agents, claude_code, base), base, remove=False)
+        return
     if claude_code:
         from kindling.agents import claude_install
 

@@ -208,7 +208,7 @@ def read_text(value: str, *, what: str = "text", strip_newline: bool = True) -> 
             f"stdin ({what}) is over the {MAX_CONTENT_BYTES:,}-byte (16 MiB) content limit"
         )
     try:
-        text = data.decode("utf-8")
+        text = keep_text(data.decode("utf-8"))  # <private> sections out, as for argv
     except UnicodeDecodeError:
         raise KindlingError(f"stdin ({what}) is not valid UTF-8 text") from None
     if strip_newline:

@@ -50,12 +50,16 @@ class SearchRequest:
         max_tokens: int | None = None,
         include_redacted: bool = False,
         explain: bool = False,
+        agent: str | None = None,
     ) -> SearchRequest:
         """A request from these options; one ValidationError naming every bad one.
 
         The query has anything that cannot be UTF-8 replaced; kinds lose repeats (and an empty
         list means every kind); the scope is copied, so the caller's dict can change after.
+        `agent` keeps only what that agent recorded (the same as scope `agentId`).
         """
+        if agent is not None:
+            scope = {**(scope or {}), "agentId": agent}
         errors = []
         if not isinstance(query, str):
             errors.append("query must be a string")
