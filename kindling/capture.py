@@ -25,8 +25,10 @@ from kindling.model import (
     MAX_TIMESTAMP_MS,
     PLURAL,
     derived_id,
+    entity_time,
     kind_errors,
     new_id,
+    pin_id,
     scope_errors,
     validate,
 )
@@ -116,9 +118,15 @@ class Capture:
         return written
 
     def open_capsule(
-        self, intent: str, *, type: str = "session", scope: dict | None = None
+        self,
+        intent: str,
+        *,
+        type: str = "session",
+        scope: dict | None = None,
+        observation_ids: tuple[str, ...] | list[str] = (),
     ) -> Written:
-        """Open a capsule; a session may have only one open session capsule."""
+        """Open a capsule (holding `observation_ids` already, when it goes on from another);
+        a session may have only one open session capsule."""
         scope, masked_scope = mask_scope_ids(check_scope(scope))
         _non_empty(intent, "intent")
         text, masked = mask_text(intent)
@@ -130,7 +138,7 @@ class Capture:
             "status": "open",
             "openedAt": now_ms(),
             "scopeIds": scope,
-            "observationIds": [],
+            "observationIds": list(dict.fromkeys(observation_ids)),
         }
         validate("capsules", capsule)
         session = scope.get("sessionId") if type == "session" else None
@@ -145,6 +153,22 @@ class Capture:
                     f"{existing['id']}; close it first"
                 )
             return self.write("capsules", capsule, masked)
+
+    def restore_capsule(self, copy: dict) -> Written | None:
+        """Write back an open session capsule whose file is gone from the work tree (a
+        `git switch` to a branch without it); None when its file is there or its session
+        has another open capsule."""
+        validate("capsules", copy)
+        session = copy["scopeIds"].get("sessionId")
+        if copy["status"] != "open" or copy["type"] != "session" or session is None:
+            raise ValidationError("only an open session capsule is restored")
+        with self.store.locked("sessions", hashing.hexdigest(session.encode())):
+            if self.lookup.open_session_capsule(session) is not None:
+                return None
+            with self.store.locked("capsules", copy["id"]):
+                if self.store.path_for("capsules", copy["id"]).exists():
+                    return None
+                return self.write("capsules", copy, 0)
 
     def set_intent(self, capsule_id: str, intent: str) -> Written:
         """Give an open capsule a new intent (masked), e.g. once its first prompt is known."""
@@ -170,9 +194,10 @@ class Capture:
     ) -> Written:
         """Close a capsule, writing its summary first when one is given.
 
-        `settled`: the close depends only on what the capsule holds, so every clone that
-        makes it writes the same bytes (git merges them without a conflict): it is dated at
-        the capsule's last activity, not now, and its summary's id derives from the capsule's.
+        A capsule has one summary id, derived from its own, so whoever closes it writes
+        the summary to the same file. `settled`: the close depends only on what the capsule
+        holds, so every clone that makes it writes the same bytes (git merges them without a
+        conflict): it is dated at the capsule's last activity, not now.
         """
         target = self.lookup.resolve(capsule_id, "capsules").entity["id"]
         evidence_ids = [self.lookup.resolve(ref, "observations").entity["id"] for ref in evidence]
@@ -193,7 +218,7 @@ class Capture:
             if summary is not None:
                 text, masked = mask_text(summary)
                 summary_entity = {
-                    "id": derived_id("summaries", target) if settled else new_id("summaries"),
+                    "id": derived_id("summaries", target),
                     "content": text,
                     "confidence": confidence,
                     "evidenceRefs": evidence_ids,
@@ -226,7 +251,12 @@ class Capture:
         ttl: int | None = None,
         scope: dict | None = None,
     ) -> Written:
-        """Pin an observation or summary so retrieval always returns it first."""
+        """Pin an observation or summary so retrieval always returns it first.
+
+        A target and scope have one pin: its id derives from them, so pinning again (here or
+        in another clone) updates that pin instead of adding one. It is dated at its target's
+        time, so two clones pinning the same thing alike write the same bytes.
+        """
         if target_type not in ("observation", "summary"):
             raise ValidationError(f"can only pin an observation or a summary, not {target_type!r}")
         target = self.lookup.resolve(target_id, PLURAL[target_type]).entity
@@ -239,23 +269,27 @@ class Capture:
             check_scope(scope) if scope else dict(target["scopeIds"])
         )
         masked += masked_scope
-        created = now_ms()
-        if ttl is not None and created + ttl > MAX_TIMESTAMP_MS:
+        now = now_ms()
+        if ttl is not None and now + ttl > MAX_TIMESTAMP_MS:
             raise ValidationError(
                 f"ttl of {ttl} ms would expire after year 9999 "
-                f"(at most {MAX_TIMESTAMP_MS - created} ms from now)"
+                f"(at most {MAX_TIMESTAMP_MS - now} ms from now)"
             )
-        pin = {
-            "id": new_id("pins"),
-            "targetType": target_type,
-            "targetId": target["id"],
-            "reason": reason,
-            "createdAt": created,
-            "expiresAt": created + ttl if ttl is not None else None,
-            "scopeIds": pin_scope,
-        }
-        validate("pins", pin)
-        return self.write("pins", pin, masked)
+        one_id = pin_id(target_type, target["id"], pin_scope)
+        with self.store.locked("pins", one_id):
+            before = self.store.load("pins", one_id)
+            created = before["createdAt"] if before else entity_time(PLURAL[target_type], target)
+            pin = {
+                "id": one_id,
+                "targetType": target_type,
+                "targetId": target["id"],
+                "reason": reason if reason is not None or before is None else before["reason"],
+                "createdAt": created,
+                "expiresAt": now + ttl if ttl is not None else None,
+                "scopeIds": pin_scope,
+            }
+            validate("pins", pin)
+            return self.write("pins", pin, masked)
 
     def unpin(self, pin_id: str) -> tuple[dict, Path]:
         """Remove a pin's file; returns the pin that was removed and where it was."""

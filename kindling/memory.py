@@ -189,11 +189,25 @@ class Memory:
             )
 
     def open_capsule(
-        self, intent: str, *, type: str = "session", scope: dict | None = None
+        self,
+        intent: str,
+        *,
+        type: str = "session",
+        scope: dict | None = None,
+        observation_ids: tuple[str, ...] | list[str] = (),
     ) -> Written:
-        """Open a capsule; a session may have only one open session capsule."""
+        """Open a capsule (holding `observation_ids` already, when it goes on from another);
+        a session may have only one open session capsule."""
         with self.batch():
-            return self._capture.open_capsule(intent, type=type, scope=scope)
+            return self._capture.open_capsule(
+                intent, type=type, scope=scope, observation_ids=observation_ids
+            )
+
+    def restore_capsule(self, copy: dict) -> Written | None:
+        """Write back an open session capsule whose file a `git switch` took away; None when
+        its file is there or its session has another open capsule."""
+        with self.batch():
+            return self._capture.restore_capsule(copy)
 
     def set_intent(self, capsule_id: str, intent: str) -> Written:
         """Give an open capsule a new intent (masked), e.g. once its first prompt is known."""

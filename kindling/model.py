@@ -121,6 +121,14 @@ def derived_id(entity_type: str, key: str) -> str:
     return _ID_PREFIXES[entity_type] + hexdigest(f"{entity_type}:{key}".encode())[:32]
 
 
+def pin_id(target_type: str, target_id: str, scope: dict) -> str:
+    """The one id of a pin of this target with this scope (pinning again is the same pin)."""
+    from kindling import canonical
+
+    key = canonical.encode([target_type, target_id, scope]).decode("utf-8")
+    return derived_id("pins", key)
+
+
 def new_id(entity_type: str) -> str:
     """A fresh id: lowercase UUIDv4 for observations, `cap_`/`sum_`/`pin_` + 32 hex otherwise."""
     raw = bytearray(os.urandom(16))

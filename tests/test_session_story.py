@@ -209,13 +209,18 @@ def test_two_clones_closing_the_same_stale_capsule_write_the_same_bytes(clones, 
     git("commit", "-m", "work", cwd=mine)
     git("push", "origin", "HEAD:main", cwd=mine)
     git("clone", str(origin), str(theirs), cwd=mine.parent)
-    # Each clone starts its own session at its own moment, hours later: both close the
-    # crashed session's capsule, with the same bytes, so their pushes merge cleanly.
+    # The owner's clone closes its crashed session hours later; a teammate's clone leaves
+    # it alone (it may still be alive) until it is abandoned, a week on. Both close it with
+    # the same bytes, so their pushes merge cleanly.
     me.at(T0 + 5 * HOUR)
     me.send("SessionStart", FIRST, source="startup")
     mate = Claude(theirs, monkeypatch)
     mate.at(T0 + 9 * HOUR)
     mate.send("SessionStart", TEAMMATE, source="startup")
+    with Memory(theirs / ".kindling") as memory:
+        assert memory.list("capsules", scope={"sessionId": CRASHED})[0]["status"] == "open"
+    mate.at(T0 + 8 * 24 * HOUR)
+    mate.send("SessionStart", "s-mate-0004", source="startup")
 
     def closed(project: Path) -> dict[str, bytes]:
         with Memory(project / ".kindling") as memory:

@@ -13,8 +13,10 @@ Rules, field by field (a field absent from a side counts as a value of its own):
 - observation `redacted`: true on either side wins, and the merge then carries content
   `[redacted]` and provenance `{}` whatever the other side held;
 - `scopeIds` merges key by key (a conflict is named `scopeIds.<key>`);
-- anything else both sides changed differently is a conflict. `summaryId` set on one side
-  wins by the second rule; two different summaries are a conflict.
+- a summary or pin whose id derives from what it is about (its capsule; its target and
+  scope), written differently on both sides, is settled the same way in every clone
+  (`_settled`): the later one is kept;
+- anything else both sides changed differently is a conflict.
 The merged entity must validate; when it does not, its bad fields are reported as conflicts.
 """
 
@@ -25,7 +27,14 @@ from typing import Any, NamedTuple
 
 from kindling import canonical
 from kindling.errors import ValidationError
-from kindling.model import ENTITY_TYPES, REDACTED_CONTENT, entity_errors, type_of_new_id
+from kindling.model import (
+    ENTITY_TYPES,
+    REDACTED_CONTENT,
+    derived_id,
+    entity_errors,
+    pin_id,
+    type_of_new_id,
+)
 
 _LIST_UNIONS = {"capsules": ("observationIds",), "summaries": ("evidenceRefs",)}
 _MISSING: Any = object()
@@ -141,6 +150,7 @@ def merge_entity(entity_type: str, base: dict | None, ours: dict, theirs: dict) 
         _merge_capsule_close(b, ours, theirs, merged)
     if entity_type == "observations":
         conflicts = _merge_redaction(b, ours, theirs, merged, conflicts)
+    conflicts = _settled(entity_type, ours, theirs, merged, conflicts)
     return _checked(entity_type, merged, conflicts)
 
 
@@ -202,6 +212,50 @@ def _merge_redaction(
     elif value is not _MISSING:
         merged["redacted"] = value
     return conflicts
+
+
+def _settled(entity_type: str, ours: dict, theirs: dict, merged: dict, conflicts: list[str]):
+    """Conflicts every clone settles alike, whichever side it stands on (so two clones that
+    merge the same pair write the same bytes); the rest stay conflicts.
+
+    Only entities whose id derives from what they are about, so both sides are one thing:
+    - the summary of a capsule (id derived from the capsule's) written twice: the later one
+      is kept whole, so the owner's summary at its session's end wins over a digest of the
+      capsule made earlier by a clone that saw it abandoned;
+    - the pin of a target and scope (id derived from them) made twice: the later one, then
+      the one whose bytes sort last.
+    """
+    if not conflicts or not _derived(entity_type, ours) or ours.get("id") != theirs.get("id"):
+        return conflicts
+    key = "ts" if entity_type == "summaries" else "createdAt"
+    sides = sorted((ours, theirs), key=lambda side: (_int(side.get(key)), _bytes(side)))
+    merged.clear()
+    merged.update(copy.deepcopy(sides[-1]))
+    return []
+
+
+def _derived(entity_type: str, entity: dict) -> bool:
+    """True when the entity's id is the one Kindling derives from what it is about."""
+    try:
+        if entity_type == "summaries":
+            return entity["id"] == derived_id("summaries", entity["capsuleId"])
+        if entity_type == "pins":
+            about = (entity["targetType"], entity["targetId"], entity["scopeIds"])
+            return entity["id"] == pin_id(*about)
+    except (KeyError, TypeError, canonical.EncodeError):
+        return False
+    return False
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else -1
+
+
+def _bytes(entity: dict) -> bytes:
+    try:
+        return canonical.encode(entity)
+    except canonical.EncodeError:
+        return repr(entity).encode("utf-8", "replace")
 
 
 def _checked(entity_type: str, merged: dict, conflicts: list[str]) -> MergeResult:

@@ -112,8 +112,27 @@ def register_merge_driver(repo_dir: str | os.PathLike, command: str = DRIVER_COM
     return changed
 
 
+# Hooks write under the store while a session runs, so a pull always meets changes in the
+# work tree: git's own autostash sets them aside, pulls (rebase or merge) and puts them back,
+# merging entity files with the driver.
+AUTOSTASH = {"rebase.autoStash": "true", "merge.autoStash": "true"}
+
+
+def configure_autostash(repo_dir: str | os.PathLike) -> bool:
+    """Turn on git's autostash for rebase and merge in the repo's local config; False when
+    already so."""
+    top = require_repo(repo_dir)
+    changed = False
+    for key, value in AUTOSTASH.items():
+        current = git(top, "config", "--local", "--get", key, check=False)
+        if current.decode("utf-8", "replace").strip().lower() != value:
+            git(top, "config", "--local", key, value)
+            changed = True
+    return changed
+
+
 def git_setup(store_root: str | os.PathLike, command: str = DRIVER_COMMAND) -> list[str]:
-    """Both steps for the store's repo; returns one line per thing done or already in place."""
+    """Every step for the store's repo; returns one line per thing done or already in place."""
     root = Path(store_root)
     top = require_repo(root)
     lines = []
@@ -126,6 +145,11 @@ def git_setup(store_root: str | os.PathLike, command: str = DRIVER_COMMAND) -> l
         lines.append(f"registered merge driver '{DRIVER_NAME}' in {top / '.git'} config")
     else:
         lines.append(f"merge driver '{DRIVER_NAME}' already registered in {top}")
+    keys = " and ".join(AUTOSTASH)
+    if configure_autostash(top):
+        lines.append(f"set {keys} in {top / '.git'} config (pulls mid-session keep your changes)")
+    else:
+        lines.append(f"{keys} already set in {top}")
     return lines
 
 

@@ -1,0 +1,100 @@
+"""A session's capsule wherever the session goes: opened, taken up again or brought back.
+
+A session records into one open capsule. Three things can take it away while the session
+lives, and each is met here with what this clone knows of its own sessions
+(kindling.agents.owned):
+
+- a `git switch` to a branch without the capsule's file: the file is written back as this
+  clone last wrote it, so the branch holds the capsule and the records go on joining it
+  (merging the branches later unites its member lists, kindling.git.merge);
+- the capsule was closed while the session was paused (by this clone after STALE_AFTER_MS,
+  or by a teammate once it was abandoned): the session goes on in a new capsule that starts
+  with the first one's records, so the summary its owner ends it with covers all of it and
+  is the newest of the session;
+- the owner takes up a session idle past the abandonment limit: teammates may be closing it
+  right now, so this clone closes it exactly as they would (the same bytes) and goes on in a
+  new capsule.
+"""
+
+from __future__ import annotations
+
+from kindling.agents import abandoned, digest, owned
+from kindling.clock import now_ms
+from kindling.errors import KindlingError
+
+
+def session_capsule(memory, scope: dict, intent: str, *, starting: bool = False) -> dict:
+    """The open capsule of `scope`'s session, taken up again or opened (with `intent`) when
+    it has none; `starting`: at the session's start, when an abandoned one is let go."""
+    session = scope["sessionId"]
+    existing = memory.open_session_capsule(session)
+    if existing is not None:
+        if not (starting and _abandoned_here(memory, existing)):
+            return existing
+        _close_as_abandoned(memory, existing)
+    taken = taken_up(memory, session)
+    if taken is not None:
+        return taken
+    try:
+        capsule = memory.open_capsule(intent, type="session", scope=scope).entity
+    except KindlingError:
+        # Another hook of the same session opened it between our look and our write.
+        existing = memory.open_session_capsule(session)
+        if existing is None:
+            raise
+        return existing
+    owned.remember(memory.store, capsule)
+    return capsule
+
+
+def taken_up(memory, session: str) -> dict | None:
+    """The capsule this clone's session goes on in, when its own was taken away (its file
+    gone or closed while the session lived); None when this clone never ran the session or
+    it ended here."""
+    note = owned.recall(memory.store, session)
+    if note is None or note.ended:
+        return None
+    current = memory.store.load("capsules", note.capsule["id"])
+    if current is None:
+        restored = memory.restore_capsule(note.capsule)
+        if restored is None:
+            return memory.open_session_capsule(session)
+        return restored.entity
+    if current["status"] == "open":
+        return current
+    try:
+        capsule = memory.open_capsule(
+            current["intent"],
+            type="session",
+            scope=current["scopeIds"],
+            observation_ids=current["observationIds"],
+        ).entity
+    except KindlingError:
+        return memory.open_session_capsule(session)
+    owned.remember(memory.store, capsule)
+    return capsule
+
+
+def ensure(memory, scope: dict) -> None:
+    """Before a record of a session this clone runs: make sure it has its capsule."""
+    session = scope.get("sessionId")
+    if session is not None and memory.open_session_capsule(session) is None:
+        taken_up(memory, session)
+
+
+def remember(memory, capsule: dict, *, ended: bool = False) -> None:
+    """Keep this clone's copy of its session's capsule current (its intent, its end)."""
+    if owned.owns(memory.store, capsule):
+        owned.remember(memory.store, capsule, ended=ended)
+
+
+def _abandoned_here(memory, capsule: dict) -> bool:
+    idle = now_ms() - memory.last_activity(capsule)
+    return idle >= abandoned.idle_limit_ms(memory.store, mine=False)
+
+
+def _close_as_abandoned(memory, capsule: dict) -> None:
+    try:
+        digest.close_session_capsule(memory, capsule, interrupted=True)
+    except KindlingError:
+        pass  # closed meanwhile
