@@ -129,8 +129,8 @@ def test_racy_files_are_reread_until_their_tick_is_over(store, index, monkeypatc
     path.write_bytes(path.read_bytes().replace(b"other", b"third"))
     st = os.lstat(path)
     index.conn.execute(
-        "UPDATE files SET statkey = ?",
-        (f"{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{st.st_ino}",),
+        "UPDATE files SET size = ?, mtime_ns = ?, ctime_ns = ?, ino = ?, racy = 0",
+        (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino),
     )
     assert index.sync().updated == 0
     monkeypatch.undo()

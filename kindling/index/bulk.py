@@ -46,13 +46,14 @@ def insert_new(
     first = (conn.execute("SELECT max(id) FROM files").fetchone()[0] or 0) + 1
     files, entities, fts = [], [], []
     for fid, read in enumerate(new, first):
-        files.append((fid, read.entity_type, *read.stat, read.statkey, read.hash, read.rel))
+        racy = int(not read.statkey)
+        files.append((fid, read.entity_type, *read.stat, racy, read.hash, read.rel))
         entities.append(schema.entity_row(fid, read.entity_type, read.entity))
         text = schema.searchable_text(read.entity_type, read.entity)
         if text is not None:
             fts.append((fid, text))
     conn.executemany(
-        "INSERT INTO files(id, type, size, mtime_ns, ctime_ns, ino, statkey, hash, path) "
+        "INSERT INTO files(id, type, size, mtime_ns, ctime_ns, ino, racy, hash, path) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         files,
     )

@@ -254,7 +254,7 @@ def _steps(
 def _summary(conn: sqlite3.Connection, session: str) -> Step | None:
     """The session's latest summary that is not forgotten."""
     row = conn.execute(
-        f"SELECT {_STEP_COLUMNS} FROM entities e JOIN fts ON fts.rowid = e.rowid "
+        f"SELECT {_STEP_COLUMNS} FROM entities e JOIN fts_docsize d ON d.id = e.rowid "
         "WHERE e.session = ? AND e.type = 'summaries' AND e.shadowed = 0 "
         "ORDER BY e.time DESC, e.id DESC LIMIT 1",
         (session,),

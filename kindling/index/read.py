@@ -9,12 +9,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
-import orjson
-
 from kindling.index import episodes, schema
 from kindling.index.episodes import Episode, Fixer, Step
 from kindling.index.scan import ObjectPaths
 from kindling.index.schema import Hit, Problem
+from kindling.index.tokens import index_extra
 from kindling.model import ENTITY_TYPES
 from kindling.store import Found
 
@@ -32,7 +31,7 @@ class IndexReader:
     paths: ObjectPaths
 
     def _indexed(self, row: tuple) -> Found:
-        return Found(row[0], orjson.loads(row[1]), self.paths.abspath(row[2]))
+        return Found(row[0], schema.load(row[1]), self.paths.abspath(row[2]))
 
     def get(self, entity_id: str, entity_type: str | None = None) -> Found | None:
         """The entity with this exact id (of any type when none is given), or None."""
@@ -79,7 +78,7 @@ class IndexReader:
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
-        return [orjson.loads(r[0]) for r in self.conn.execute(sql, params)]
+        return [schema.load(r[0]) for r in self.conn.execute(sql, params)]
 
     def open_capsules(self, session_id: str | None = None) -> list[dict]:
         """Open capsules (of one session when given), most recently opened first."""
@@ -91,7 +90,7 @@ class IndexReader:
             sql += " AND session = ?"
             params.append(session_id)
         sql += " ORDER BY time DESC, id"
-        return [orjson.loads(r[0]) for r in self.conn.execute(sql, params)]
+        return [schema.load(r[0]) for r in self.conn.execute(sql, params)]
 
     def summarised_capsules(self, scope: dict | None = None, *, by: str = "opened") -> list[dict]:
         """Capsules in scope that name a summary, most recently opened (or closed) first."""
@@ -103,7 +102,7 @@ class IndexReader:
             order = "e.time DESC, e.id"
         where += " AND e.summary_id IS NOT NULL"
         sql = f"SELECT json FROM entities e WHERE {where} ORDER BY {order}"
-        return [orjson.loads(r[0]) for r in self.conn.execute(sql, params)]
+        return [schema.load(r[0]) for r in self.conn.execute(sql, params)]
 
     def match(
         self,
@@ -177,7 +176,7 @@ class IndexReader:
         marks = ", ".join("?" * len(wanted))
         # NOT INDEXED: found by rowid, never by walking a type's rows in time order.
         sql = (
-            f"SELECT e.rowid FROM entities e NOT INDEXED JOIN fts ON fts.rowid = e.rowid "
+            f"SELECT e.rowid FROM entities e NOT INDEXED JOIN fts_docsize d ON d.id = e.rowid "
             f"WHERE e.rowid IN ({marks}) AND ({where})"
         )
         return {r[0] for r in self.conn.execute(sql, [*wanted, *params])}
@@ -213,7 +212,7 @@ class IndexReader:
         rows = self.conn.execute(
             f"SELECT rowid, json FROM entities WHERE rowid IN ({marks})", rowids
         )
-        return {rid: orjson.loads(data) for rid, data in rows}
+        return {rid: schema.load(data) for rid, data in rows}
 
     def name_spellings(self, rowids: Iterable[int]) -> dict[int, str]:
         """The other spellings of the names in each searchable text, as the index holds them
@@ -223,11 +222,11 @@ class IndexReader:
             return {}
         marks = ", ".join("?" * len(wanted))
         rows = self.conn.execute(
-            f"SELECT f.rowid, f.body, json_extract(e.json, '$.content') FROM fts f "
-            f"JOIN entities e NOT INDEXED ON e.rowid = f.rowid WHERE f.rowid IN ({marks})",
+            f"SELECT e.rowid, e.json FROM entities e NOT INDEXED "
+            f"JOIN fts_docsize d ON d.id = e.rowid WHERE e.rowid IN ({marks})",
             wanted,
         )
-        return {rowid: body[len(content) + 1 :] for rowid, body, content in rows}
+        return {rowid: index_extra(schema.load(blob)["content"]) for rowid, blob in rows}
 
     def counts(self) -> dict:
         """Entities by type, plus redacted observations and open capsules."""
@@ -270,13 +269,13 @@ class IndexReader:
         }
         columns = ", ".join(f"e.{c.strip()}" for c in schema.ENTITY_COLUMNS.split(",")[1:])
         rows = self.conn.execute(
-            f"SELECT f.path, e.shadowed, {columns}, fts.body FROM entities e "
-            "JOIN files f ON f.id = e.rowid LEFT JOIN fts ON fts.rowid = e.rowid ORDER BY f.path"
+            f"SELECT f.path, e.shadowed, {columns}, d.sz FROM entities e JOIN files f "
+            "ON f.id = e.rowid LEFT JOIN fts_docsize d ON d.id = e.rowid ORDER BY f.path"
         )
         entities = {row[0]: row[1:] for row in rows}
         counts = self.conn.execute(
             "SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM entities), "
-            "(SELECT count(*) FROM fts)"
+            "(SELECT count(*) FROM fts_docsize)"
         ).fetchone()
         return {"files": files, "entities": entities, "counts": counts}
 

@@ -71,7 +71,7 @@ def build(syncer: Syncer, *, had_schema: bool, progress=None) -> SyncReport:
         conn.execute("INSERT INTO meta(key, value) VALUES ('watcher', ?)", watcher)
     rows.files.sort(key=lambda row: row[1])  # the path index fills fastest in order
     conn.executemany(
-        "INSERT INTO files(id, path, type, size, mtime_ns, ctime_ns, ino, statkey, hash, "
+        "INSERT INTO files(id, path, type, size, mtime_ns, ctime_ns, ino, racy, hash, "
         "problem) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         rows.files,
     )
@@ -121,7 +121,7 @@ def _read_all(
                 continue
             fid += 1
             entity = read.entity
-            row = (fid, rel, etype, *read.stat, read.statkey, read.hash, read.problem)
+            row = (fid, rel, etype, *read.stat, int(not read.statkey), read.hash, read.problem)
             file_rows.append(row)
             if entity is None:
                 continue
@@ -190,7 +190,8 @@ def verify(syncer: Syncer, index_path: str) -> list[Problem]:
         )
     }
     try:
-        texts: dict[int, str] | None = dict(conn.execute("SELECT rowid, body FROM fts"))
+        # Contentless: which rows have text is known, the text itself is not kept.
+        texts: set[int] | None = {r[0] for r in conn.execute("SELECT id FROM fts_docsize")}
     except sqlite3.DatabaseError:
         texts = None  # the full-text tables are damaged: the integrity check said so
     racy_from = syncer.paths.racy_from()
@@ -219,7 +220,7 @@ def verify(syncer: Syncer, index_path: str) -> list[Problem]:
             # Compared column by column as a fresh index would hold it: a damaged row (a
             # value of the wrong type, JSON that does not parse) is found, never decoded.
             why = "the index holds a different entity for this file"
-        elif texts is not None and texts.get(fid) != text:
+        elif texts is not None and (fid in texts) != (text is not None):
             why = "the index's full-text row differs from this file's text"
         else:
             continue
@@ -232,7 +233,7 @@ def verify(syncer: Syncer, index_path: str) -> list[Problem]:
         out.append(Problem(syncer.paths.abspath(rel), "in the index but no longer on disk"))
     orphans = conn.execute(
         "SELECT (SELECT count(*) FROM entities WHERE rowid NOT IN (SELECT id FROM files)) + "
-        "(SELECT count(*) FROM fts WHERE rowid NOT IN (SELECT rowid FROM entities))"
+        "(SELECT count(*) FROM fts_docsize WHERE id NOT IN (SELECT rowid FROM entities))"
     ).fetchone()[0]
     if orphans:
         out.append(Problem(index_path, f"{orphans} orphan rows"))

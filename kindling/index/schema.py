@@ -7,8 +7,11 @@ the files, so there are no migrations.
 from __future__ import annotations
 
 import sqlite3
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
+
+import orjson
 
 from kindling import canonical
 from kindling.index.tokens import searchable
@@ -67,7 +70,7 @@ class FileRead(NamedTuple):
 
 
 # Bump on any change to the tables below; an index with another PRAGMA user_version is rebuilt.
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 
 # A file (or folder) whose mtime or ctime is this close to the moment its stat data was taken
 # may change again within the same timestamp tick without its stat data changing, so it is
@@ -87,7 +90,10 @@ CREATE TABLE files (
     mtime_ns INTEGER NOT NULL,
     ctime_ns INTEGER NOT NULL,
     ino INTEGER NOT NULL,
-    statkey TEXT NOT NULL,           -- 'size:mtime_ns:ctime_ns:ino', '' while racy
+    racy INTEGER NOT NULL,           -- 1: changed too recently for its stat data to count
+    -- 'size:mtime_ns:ctime_ns:ino', '' while racy (worked out when read, never stored)
+    statkey TEXT GENERATED ALWAYS AS (CASE WHEN racy THEN '' ELSE
+        size || ':' || mtime_ns || ':' || ctime_ns || ':' || ino END) VIRTUAL,
     hash TEXT NOT NULL,
     problem TEXT                     -- why the file is not an entity, NULL when it is one
 );
@@ -114,7 +120,7 @@ CREATE TABLE entities (
     role TEXT,                       -- 'prompt', 'marker' or NULL
     file TEXT,                       -- the file a diff changed
     shadowed INTEGER NOT NULL DEFAULT 0,   -- another file holds the same id and wins
-    json BLOB NOT NULL
+    json BLOB NOT NULL               -- the entity as compact JSON, zlib-compressed (pack)
 );
 CREATE TABLE folder_fingerprints (
     path TEXT PRIMARY KEY,           -- a fan-out folder '<type>/<xx>'
@@ -132,7 +138,9 @@ CREATE TABLE meta (
 ) WITHOUT ROWID;
 -- No stemming: `ordering` is not `order`, `locale` is not `local`; names are matched in all
 -- their spellings instead (kindling.index.tokens). fts_terms: document frequency per token.
-CREATE VIRTUAL TABLE fts USING fts5(body, tokenize = 'unicode61');
+-- Contentless: the text is the entity's (entities.json), so FTS5 keeps only its index of it;
+-- a row is deleted by giving its text again (kindling.index.fulltext).
+CREATE VIRTUAL TABLE fts USING fts5(body, content = '', tokenize = 'unicode61');
 CREATE VIRTUAL TABLE fts_terms USING fts5vocab(fts, row);
 """
 
@@ -195,8 +203,28 @@ def entity_row(rowid: int, entity_type: str, entity: dict) -> tuple[Any, ...]:
         entity.get("targetId"),
         entity.get("expiresAt"),
         *traits(entity_type, entity),
-        canonical.encode_compact(entity),
+        pack(entity),
     )
+
+
+# An entity's JSON is about half its size compressed, and read back only for the few rows
+# a lookup returns. Level 6 is zlib's default: the same bytes from the same entity.
+_LEVEL = 6
+
+
+def pack(entity: dict) -> bytes:
+    """The entities.json value of an entity: its compact JSON, compressed."""
+    return zlib.compress(canonical.encode_compact(entity), _LEVEL)
+
+
+def unpack(blob: bytes) -> bytes:
+    """The compact JSON an entities.json value holds (zlib.error when it is damaged)."""
+    return zlib.decompress(blob)
+
+
+def load(blob: bytes) -> dict:
+    """The entity an entities.json value holds."""
+    return orjson.loads(zlib.decompress(blob))
 
 
 def searchable_text(entity_type: str, entity: dict) -> str | None:

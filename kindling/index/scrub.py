@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import zlib
 
 from kindling.index import schema
 from kindling.model import REDACTED_CONTENT
@@ -22,23 +23,25 @@ _REDACTED = [c.strip() for c in schema.ENTITY_COLUMNS.split(",")].index("redacte
 
 
 def may_forget(new_row: tuple) -> bool:
-    """Whether an entity row could be a forget's work (cheap: most rows are not)."""
-    return bool(new_row[_REDACTED]) or _FORGOTTEN in new_row[-1]
+    """Whether an entity row could be a forget's work (most rows are not)."""
+    return bool(new_row[_REDACTED]) or _FORGOTTEN in schema.unpack(new_row[-1])
 
 
 def forgets(old_redacted: object, old_json: object, new_row: tuple) -> bool:
-    """Whether replacing an entity row (its redacted flag and JSON) with `new_row` drops words
-    a forget took away: an observation redacted, or more forgotten-text markers than before."""
+    """Whether replacing an entity row (its redacted flag and packed JSON) with `new_row` drops
+    words a forget took away: an observation redacted, or more forgotten-text markers."""
     if new_row[_REDACTED] and not old_redacted:
         return True
-    new_json = new_row[-1]
+    new_json = schema.unpack(new_row[-1])
     if _FORGOTTEN not in new_json:
         return False
-    if isinstance(old_json, str):
-        old_json = old_json.encode()
-    if not isinstance(old_json, bytes):
+    try:
+        old = schema.unpack(old_json) if isinstance(old_json, bytes) else None
+    except zlib.error:
+        old = None
+    if old is None:
         return True  # a damaged row: whatever it held may be what was forgotten
-    return new_json.count(_FORGOTTEN) > old_json.count(_FORGOTTEN)
+    return new_json.count(_FORGOTTEN) > old.count(_FORGOTTEN)
 
 
 class Scrub:

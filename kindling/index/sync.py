@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Literal, NamedTuple
 
 from kindling import hashing
-from kindling.index import bulk, handoff, schema
+from kindling.index import bulk, fulltext, handoff, schema
 from kindling.index.read import problem_files
 from kindling.index.scan import (
     S_IFMT,
@@ -342,18 +342,18 @@ class Syncer:
         ).fetchone()
         if row is not None and row[1] == read.hash:
             conn.execute(
-                "UPDATE files SET size = ?, mtime_ns = ?, ctime_ns = ?, ino = ?, statkey = ? "
+                "UPDATE files SET size = ?, mtime_ns = ?, ctime_ns = ?, ino = ?, racy = ? "
                 "WHERE id = ?",
-                (*read.stat, read.statkey, row[0]),
+                (*read.stat, int(not read.statkey), row[0]),
             )
             return "same" if row[2] is None else None
         entity, problem = read.entity, read.problem
         if entity is None and problem is None:
             entity, problem = try_parse(read.entity_type, self.paths.abspath(read.rel), read.data)
-        values = (read.entity_type, *read.stat, read.statkey, read.hash, problem)
+        values = (read.entity_type, *read.stat, int(not read.statkey), read.hash, problem)
         if row is None:
             fid = conn.execute(
-                "INSERT INTO files(type, size, mtime_ns, ctime_ns, ino, statkey, hash, "
+                "INSERT INTO files(type, size, mtime_ns, ctime_ns, ino, racy, hash, "
                 "problem, path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (*values, read.rel),
             ).lastrowid
@@ -361,7 +361,7 @@ class Syncer:
             fid = row[0]
             conn.execute(
                 "UPDATE files SET type = ?, size = ?, mtime_ns = ?, ctime_ns = ?, ino = ?, "
-                "statkey = ?, hash = ?, problem = ? WHERE id = ?",
+                "racy = ?, hash = ?, problem = ? WHERE id = ?",
                 (*values, fid),
             )
         new_row = None if entity is None else schema.entity_row(fid, read.entity_type, entity)
@@ -401,7 +401,7 @@ class Syncer:
         elif gone and etype == "observations" and not redacted and self._has_copy(eid, fid):
             # A second copy going away is how forget removes a misplaced one.
             self._scrub.from_here()
-        conn.execute("DELETE FROM fts WHERE rowid = ?", (fid,))
+        fulltext.delete(conn, fid)
         conn.execute("DELETE FROM entities WHERE rowid = ?", (fid,))
         return 1
 
@@ -485,15 +485,12 @@ class Syncer:
                 "DELETE FROM entities WHERE rowid NOT IN "
                 "(SELECT id FROM files WHERE problem IS NULL)"
             )
-            conn.execute(
-                "DELETE FROM fts WHERE rowid NOT IN (SELECT rowid FROM entities WHERE "
-                "type = 'summaries' OR (type = 'observations' AND redacted = 0))"
-            )
+            fulltext.refill(conn)  # contentless: no stray row can be deleted alone
             self._scrub.rewrite_segments()
         finally:
             self._scrub.end()
         # A file row without its entity row: make the next sync re-read and re-parse it.
         conn.execute(
-            "UPDATE files SET hash = '', statkey = '' WHERE problem IS NULL "
+            "UPDATE files SET hash = '', racy = 1 WHERE problem IS NULL "
             "AND id NOT IN (SELECT rowid FROM entities)"
         )
