@@ -1,0 +1,325 @@
+"""A team on one repository, simulated with real `git`: four clones of one bare repository
+(two ran `kindling git-setup`, two never did), sessions through the Claude Code hook entry
+point, pushes and pulls interleaved (half the clones pull with rebase, half with merge), a
+crashed session, a session pushed while open and taken up again by its owner a week later, a
+branch switch mid-session, two people pinning the same observation, and the clock moved on
+past the abandonment limit. No pull may stop, and at the end every clone holds the same
+memory, all of it, with one summary per closed capsule and the owner's summary last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kindling import canonical
+from kindling.agents.hooks import run_hook
+from kindling.memory import Memory
+
+HOUR = 60 * 60 * 1000
+DAY = 24 * HOUR
+T0 = 1_780_000_000_000
+DRIVER = f"{sys.executable} -m kindling merge-driver %O %A %B"
+
+
+@pytest.fixture
+def team(tmp_path, monkeypatch):
+    """A bare origin and four clones: (name, path, ran git-setup, pulls with rebase)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "gitconfig").write_text("")
+    for name in list(os.environ):
+        if name.startswith(("KINDLING_", "GIT_")) or name == "CLAUDE_PROJECT_DIR":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(home / "gitconfig"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("KINDLING_AUTOWATCH", "0")
+    for who in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{who}_NAME", "Dev")
+        monkeypatch.setenv(f"GIT_{who}_EMAIL", "dev@example.com")
+    origin = tmp_path / "origin.git"
+    git("init", "--bare", "-b", "main", str(origin), cwd=tmp_path)
+    seed = tmp_path / "seed"
+    git("clone", str(origin), str(seed), cwd=tmp_path)
+    (seed / "README.md").write_text("acme\n")
+    Memory.init(seed).close()
+    kindling("--store", str(seed / ".kindling"), "git-setup", "--driver", DRIVER, cwd=seed)
+    git("add", "-A", cwd=seed)
+    git("commit", "-m", "start", cwd=seed)
+    git("push", "origin", "HEAD:main", cwd=seed)
+    clones = []
+    for name, setup, rebase in (
+        ("ana", True, True),
+        ("ben", True, False),
+        ("cho", False, True),
+        ("dev", False, False),
+    ):
+        path = tmp_path / name
+        git("clone", str(origin), str(path), cwd=tmp_path)
+        if setup:
+            kindling("--store", str(path / ".kindling"), "git-setup", "--driver", DRIVER, cwd=path)
+        clones.append(Clone(name, path, setup, rebase, monkeypatch))
+    return clones
+
+
+def git(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        ["git", "-c", "core.fsmonitor=false", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if check:
+        assert done.returncode == 0, f"git {' '.join(args)} in {cwd}: {done.stdout}{done.stderr}"
+    return done
+
+
+def kindling(*args: str, cwd: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "kindling", *args], cwd=cwd, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+
+
+class Clone:
+    """One developer's clone: Claude Code sessions through the hooks, and git."""
+
+    def __init__(self, name, path: Path, setup: bool, rebase: bool, monkeypatch) -> None:
+        self.name, self.path, self.setup, self.rebase = name, path, setup, rebase
+        self.monkeypatch = monkeypatch
+        self.clock = T0
+        self.recorded: set[str] = set()  # every observation id this clone ever wrote
+
+    def at(self, ms: int) -> None:
+        self.clock = ms
+
+    def send(self, event: str, session: str, **fields) -> None:
+        self.clock += 60_000
+        self.monkeypatch.setenv("KINDLING_NOW", str(self.clock))
+        body = {
+            "session_id": session,
+            "transcript_path": f"/home/{self.name}/.claude/projects/x/{session}.jsonl",
+            "cwd": str(self.path),
+            "permission_mode": "default",
+            "hook_event_name": event,
+            **fields,
+        }
+        result = run_hook(event, json.dumps(body).encode())
+        assert result.message is None, result.message
+        self.recorded |= self.observation_ids()
+
+    def work(self, session: str, task: str, steps: int = 3) -> None:
+        """A prompt, some commands (one failing), and the turn's end message."""
+        self.send("UserPromptSubmit", session, prompt=task)
+        for n in range(steps):
+            response = {"stdout": f"{task} step {n} ok", "stderr": "", "interrupted": False}
+            self.send(
+                "PostToolUse",
+                session,
+                tool_name="Bash",
+                tool_input={"command": f"make step{n}"},
+                tool_response=response,
+                tool_use_id=f"toolu_{self.name}_{self.clock}",
+            )
+        self.send("Stop", session, stop_hook_active=False, last_assistant_message=f"Did: {task}.")
+
+    def session(self, session: str, task: str, *, end: bool = True) -> None:
+        self.send("SessionStart", session, source="startup")
+        self.work(session, task)
+        if end:
+            self.send("SessionEnd", session, reason="prompt_input_exit")
+
+    def observation_ids(self) -> set[str]:
+        folder = self.path / ".kindling" / "objects" / "observations"
+        return {p.stem for p in folder.rglob("*.json")}
+
+    def commit(self) -> None:
+        git("add", "-A", ".", cwd=self.path)
+        if git("diff", "--cached", "--quiet", cwd=self.path, check=False).returncode:
+            git("commit", "-m", f"{self.name}: work and memory", cwd=self.path)
+
+    def pull(self) -> None:
+        """Pull as this developer does; it must never stop for a person."""
+        if not self.setup:
+            self.commit()  # no autostash here: commit first, as such a clone must
+        mode = "--rebase" if self.rebase else "--no-rebase"
+        done = git("pull", mode, "origin", "main", cwd=self.path, check=False)
+        assert done.returncode == 0, f"{self.name}: pull stopped:\n{done.stdout}{done.stderr}"
+        assert not git("ls-files", "-u", cwd=self.path).stdout, f"{self.name}: unmerged"
+        assert not git("stash", "list", cwd=self.path).stdout, f"{self.name}: autostash kept"
+        for path in (self.path / ".kindling").rglob("*.json"):
+            assert b"<<<<<<<" not in path.read_bytes(), f"{self.name}: markers in {path}"
+        self.recorded |= self.observation_ids()
+
+    def sync(self) -> None:
+        """Commit, pull, push."""
+        self.commit()
+        self.pull()
+        self.commit()
+        git("push", "origin", "HEAD:main", cwd=self.path)
+
+    def memory(self) -> Memory:
+        return Memory(self.path / ".kindling")
+
+
+def objects(clone: Clone) -> dict[str, bytes]:
+    root = clone.path / ".kindling" / "objects"
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.json"))}
+
+
+def load_all(clone: Clone, entity_type: str) -> list[dict]:
+    folder = clone.path / ".kindling" / "objects" / entity_type
+    return [canonical.decode(p.read_bytes()) for p in sorted(folder.rglob("*.json"))]
+
+
+@pytest.mark.slow
+def test_a_team_never_stops_a_pull_and_ends_with_the_same_memory(team):
+    ana, ben, cho, dev = team
+    # Day one: finished sessions, pushed and pulled in every order.
+    ana.session("ana-1", "Fix the login redirect loop")
+    ana.sync()
+    ben.session("ben-1", "Add retries to the webhook sender")
+    ben.sync()
+    cho.pull()
+    dev.pull()
+    # dev's session crashes (never ends); its capsule is pushed open.
+    dev.session("dev-crash", "Speed up the CSV export", end=False)
+    dev.sync()
+    # cho's session crashes too, and cho is not coming back for a long while.
+    cho.session("cho-crash", "Migrate the billing cron to the queue", end=False)
+    cho.sync()
+    # ana's session is pushed while open, then left overnight (and for more than a week).
+    ana.at(T0 + HOUR)
+    ana.send("SessionStart", "ana-long", source="startup")
+    ana.work("ana-long", "Rework the permissions model for teams")
+    ana.sync()
+    # Two people pin the same observation: one pin.
+    target = sorted(ana.observation_ids())[0]
+    with ana.memory() as memory:
+        memory.pin("observation", target, note="keep this")
+    with ben.memory() as memory:
+        ben.pull()
+        memory.pin("observation", target, note="keep this")
+    ana.sync()
+    ben.sync()
+    # ben pulls mid-session with uncommitted memory (autostash), then switches branches.
+    ben.at(T0 + 2 * HOUR)
+    git("branch", "feature", cwd=ben.path)  # made before this session's capsule existed
+    ben.send("SessionStart", "ben-branch", source="startup")
+    ben.work("ben-branch", "Add an audit log for role changes", steps=2)
+    dev.session("dev-2", "Document the export limits")
+    dev.sync()
+    ben.pull()  # merge pull, hooks' changes still in the work tree
+    ben.commit()
+    git("switch", "feature", cwd=ben.path)
+    ben.work("ben-branch", "Write the audit log table migration", steps=2)
+    ben.commit()
+    git("switch", "main", cwd=ben.path)
+    ben.work("ben-branch", "Wire the audit log into the role API", steps=2)
+    ben.send("SessionEnd", "ben-branch", reason="prompt_input_exit")
+    ben.commit()
+    git("merge", "--no-edit", "feature", cwd=ben.path)
+    ben.sync()
+    # ana works and pulls with rebase mid-session, changes uncommitted (autostash).
+    ana.at(T0 + 3 * HOUR)
+    ana.session("ana-2", "Tidy the settings page", end=False)
+    ana.pull()
+    ana.send("SessionEnd", "ana-2", reason="prompt_input_exit")
+    ana.sync()
+    # Five hours on, dev's next session closes dev's own crashed one; nobody else may yet.
+    for clone in (ana, ben, cho):
+        clone.pull()
+    dev.at(T0 + 6 * HOUR)
+    dev.session("dev-3", "Add a progress bar to the export")
+    dev.sync()
+    ben.at(T0 + 7 * HOUR)
+    ben.pull()
+    ben.session("ben-3", "Bump the HTTP client")
+    ben.sync()
+    with ben.memory() as memory:
+        for session in ("ana-long", "cho-crash"):
+            assert memory.open_session_capsule(session) is not None  # maybe alive: left alone
+    for clone in team:
+        clone.pull()
+    # A week and more later: ben and dev (who did not pull first) both close the abandoned
+    # capsules, with the same bytes; ana takes up her long session again before pulling.
+    ben.at(T0 + 9 * DAY)
+    ben.session("ben-4", "Rotate the signing keys")
+    dev.at(T0 + 9 * DAY + HOUR)
+    dev.session("dev-4", "Fix the flaky export test")
+    ben.sync()
+    dev.sync()
+    ana.at(T0 + 9 * DAY + 2 * HOUR)
+    ana.send("SessionStart", "ana-long", source="resume")
+    ana.work("ana-long", "Finish the permissions model: the team admin role")
+    ana.send("SessionEnd", "ana-long", reason="prompt_input_exit")
+    ana.sync()
+    # Everyone pulls until nothing moves, then one more round.
+    for _ in range(2):
+        for clone in team:
+            clone.sync()
+    for clone in team:
+        clone.pull()
+
+    # Byte-identical memory everywhere, none of it lost.
+    first = objects(ana)
+    for clone in team[1:]:
+        assert objects(clone) == first, f"{clone.name} differs from ana"
+    everything = set().union(*(clone.recorded for clone in team))
+    assert everything <= ana.observation_ids()
+
+    capsules = load_all(ana, "capsules")
+    summaries = load_all(ana, "summaries")
+    # Every capsule is closed (crashed and abandoned ones too) with exactly one summary file.
+    by_capsule: dict[str, list[dict]] = {}
+    for summary in summaries:
+        by_capsule.setdefault(summary["capsuleId"], []).append(summary)
+    for capsule in capsules:
+        assert capsule["status"] == "closed", capsule
+        assert [s["id"] for s in by_capsule.get(capsule["id"], [])] == [capsule["summaryId"]]
+    assert set(by_capsule) <= {c["id"] for c in capsules}
+
+    # The branch-switched session kept every record in its one capsule.
+    ben_branch = [c for c in capsules if c["scopeIds"]["sessionId"] == "ben-branch"]
+    assert len(ben_branch) == 1
+    with ana.memory() as memory:
+        made = memory.list("observations", scope={"sessionId": "ben-branch"}, limit=None)
+    assert len(made) > 6 and {o["id"] for o in made} <= set(ben_branch[0]["observationIds"])
+
+    # ana's long session: the abandoned capsule keeps its digest; the owner's capsule, which
+    # goes on from it, holds all of the session and ends with her own summary, the latest.
+    long = sorted(
+        (c for c in capsules if c["scopeIds"]["sessionId"] == "ana-long"),
+        key=lambda c: c["openedAt"],
+    )
+    assert len(long) == 2
+    said = {s["capsuleId"]: s for s in summaries}
+    assert "Interrupted" in said[long[0]["id"]]["content"]
+    assert "Interrupted" not in said[long[1]["id"]]["content"]
+    assert set(long[0]["observationIds"]) < set(long[1]["observationIds"])
+    assert said[long[1]["id"]]["ts"] > said[long[0]["id"]]["ts"]
+
+    # Crashed sessions: dev's closed by its owner hours later, cho's as abandoned a week on.
+    closed_at = {c["scopeIds"]["sessionId"]: c["closedAt"] for c in capsules}
+    assert closed_at["dev-crash"] < T0 + DAY
+    assert (
+        "Interrupted"
+        in said[[c for c in capsules if c["scopeIds"]["sessionId"] == "cho-crash"][0]["id"]][
+            "content"
+        ]
+    )
+
+    # Two people pinned one observation: one pin, and search shows it once.
+    pins = load_all(ana, "pins")
+    assert [p["targetId"] for p in pins] == [target]
+    with ana.memory() as memory:
+        found = memory.search("permissions", max_results=20)
+    assert len(found["pins"]) == 1
