@@ -2,9 +2,18 @@
 
 A clone, a worktree or a renamed checkout of github.com/acme/acme-api is the same repository,
 so its memory goes by `github.com/acme/acme-api`; a directory outside git, or a repository
-without an `origin`, falls back to its folder's name (what Kindling 0.1 used). The git files
-are read directly (no `git` process): `.git` is a directory, or a file naming the gitdir of a
-worktree or submodule, whose `commondir` points at the shared config.
+without an `origin`, falls back to its folder's name (what Kindling 0.1 used).
+
+The remote is read from git's configuration as git reads it (kindling.gitconfig: system,
+global, the repository's and the worktree's files, `include` and `includeIf`), with no `git`
+process: `.git` is a directory, or a file naming the gitdir of a worktree or submodule, whose
+`commondir` points at the shared config. The result is kept per process, checked against the
+files' stat data (path, size, mtime_ns, inode) on every call.
+
+`url.<base>.insteadOf` decides the name only for a remote written as a short alias
+(`gh:acme/api`): a remote written as a full address keeps that address even when a rule
+sends fetches elsewhere (a mirror, a local copy), so one teammate's rewrite never splits the
+team's memory. `pushInsteadOf` rewrites pushes only and never changes the name.
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from kindling.fileio import read_regular
+from kindling import gitconfig
 from kindling.gitdir import find_git_dir
 
 # ssh://, git://, http(s)://, file:// and any other scheme: scheme://[user[:pw]@]host[:port]/path
@@ -23,9 +32,6 @@ _URL = re.compile(
 )
 # scp-like: [user@]host:path (no scheme, no slash before the colon)
 _SCP = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>.+)$")
-_SECTION = re.compile(r'^\s*\[\s*remote\s+"(?P<name>(?:[^"\\]|\\.)*)"\s*\]\s*$')
-_ANY_SECTION = re.compile(r"^\s*\[")
-_URL_LINE = re.compile(r"^\s*url\s*=\s*(?P<value>.*?)\s*$", re.IGNORECASE)
 
 
 class RepoIdentity(NamedTuple):
@@ -81,24 +87,9 @@ def work_tree_top(start: str | os.PathLike) -> Path | None:
 
 def origin_url(config_text: str) -> str | None:
     """The `url` of `[remote "origin"]` in a git config file's text (the last one set wins)."""
-    url = None
-    in_origin = False
-    for line in config_text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith(("#", ";")):
-            continue
-        section = _SECTION.match(stripped)
-        if section:
-            in_origin = section["name"] == "origin"
-            continue
-        if _ANY_SECTION.match(stripped):
-            in_origin = False
-            continue
-        if in_origin:
-            found = _URL_LINE.match(stripped)
-            if found:
-                url = found["value"].strip('"')
-    return url
+    reader = gitconfig.Reader(gitconfig.Repo(None, None))
+    reader.parse(config_text, Path("config"), depth=gitconfig.MAX_DEPTH)  # no includes
+    return gitconfig.Config(reader.entries, []).get("remote", "origin", "url")
 
 
 def identify(path: str | os.PathLike) -> RepoIdentity:
@@ -108,14 +99,91 @@ def identify(path: str | os.PathLike) -> RepoIdentity:
     folder = (top or start).name or "root"
     if top is None:
         return RepoIdentity(folder, folder, start)
-    _, common = find_git_dir(top)
-    remote = None
-    if common is not None:
-        try:
-            raw = read_regular(common / "config") or b""
-            text = raw.decode("utf-8", "replace")
-        except OSError:
-            text = ""
-        url = origin_url(text)
-        remote = normalise_remote(url) if url else None
+    url = origin_of(top)
+    remote = normalise_remote(url) if url else None
     return RepoIdentity(remote or folder, folder, top)
+
+
+# work tree top -> (the config files' stat data when read, the URL naming the repository)
+_SEEN: dict[tuple, tuple[list[gitconfig.FileStat], str | None]] = {}
+_MAX_SEEN = 64
+
+
+def origin_of(top: Path) -> str | None:
+    """The URL that names the repository at `top` (see the module's docstring), or None."""
+    git_dir, common = find_git_dir(top)
+    if common is None:
+        return None
+    key = (str(top), str(git_dir), tuple(str(f) for f in gitconfig.standard_files()))
+    seen = _SEEN.get(key)
+    if seen is not None and _unchanged(seen[0]):
+        return seen[1]
+    config = repo_config(git_dir, common)
+    url = naming_url(config)
+    if len(_SEEN) >= _MAX_SEEN:
+        _SEEN.clear()
+    _SEEN[key] = (config.files, url)
+    return url
+
+
+def repo_config(git_dir: Path | None, common: Path) -> gitconfig.Config:
+    """Every config file git reads for this repository, includes followed, in git's order."""
+    repo = gitconfig.Repo(git_dir, gitconfig.branch_of(git_dir))
+    files = [*gitconfig.standard_files(), common / "config"]
+    config = gitconfig.read_config(files, repo)
+    worktree = (config.get("extensions", None, "worktreeconfig") or "").lower()
+    if git_dir is not None and worktree in ("true", "yes", "on", "1"):
+        config = gitconfig.read_config([*files, git_dir / "config.worktree"], repo)
+    if git_dir is not None:  # the branch (onbranch:) is part of what was read
+        config.files.append(gitconfig.file_stat(git_dir / "HEAD"))
+    return config
+
+
+def naming_url(config: gitconfig.Config) -> str | None:
+    """The origin URL that names the repository: as written, or its insteadOf rewrite when
+    it is written as a short alias rather than a full address."""
+    written = config.get("remote", "origin", "url")
+    if not written:
+        return None
+    rewritten = rewrite(written, config)
+    if rewritten != written and not is_full_address(written):
+        return rewritten
+    return written
+
+
+def rewrite(url: str, config: gitconfig.Config, *, push: bool = False) -> str:
+    """`url` after git's `url.<base>.insteadOf` rules (pushInsteadOf with `push`): the longest
+    matching prefix wins."""
+    key = "pushinsteadof" if push else "insteadof"
+    best_base, best_len = None, -1
+    for entry in config.entries:
+        if entry.section != "url" or entry.subsection is None or entry.key != key:
+            continue
+        prefix = entry.value or ""
+        if prefix and url.startswith(prefix) and len(prefix) > best_len:
+            best_base, best_len = entry.subsection, len(prefix)
+    return url if best_base is None else best_base + url[best_len:]
+
+
+def is_full_address(url: str) -> bool:
+    """True for a URL that says where it is: a scheme, a host with a dot (or localhost or an
+    IP literal), or a path; False for an alias such as `gh:acme/api`."""
+    url = url.strip()
+    match = _URL.match(url)
+    if match:
+        return match["path"] is not None and (
+            url.lower().startswith("file:") or _real_host(match["host"])
+        )
+    scp = _SCP.match(url)
+    if scp and not os.path.isabs(url) and not _is_windows_path(url):
+        return _real_host(scp["host"])
+    return True  # a local path written as the remote
+
+
+def _real_host(host: str) -> bool:
+    host = host.strip("[]").lower()
+    return "." in host or ":" in host or host == "localhost"
+
+
+def _unchanged(files: list[gitconfig.FileStat]) -> bool:
+    return all(gitconfig.file_stat(Path(item.path)) == item for item in files)
