@@ -138,6 +138,9 @@ def test_git_setup_writes_attributes_and_registers_driver(repo):
         "kindling merge-driver %O %A %B"
     )
     assert git(repo, "config", "--local", "merge.kindling.name").stdout.strip()
+    for key in ("rebase.autoStash", "merge.autoStash"):  # pulls mid-session keep hook writes
+        assert git(repo, "config", "--local", key).stdout.strip() == "true"
+    assert "autoStash" in first.stdout
     check = git(repo, "check-attr", "merge", "eol", "--", ".kindling/objects/capsules/ab/x.json")
     assert "merge: kindling" in check.stdout and "eol: lf" in check.stdout
     outside = git(repo, "check-attr", "merge", "--", "README")

@@ -279,3 +279,25 @@ def test_capsule_merge_never_loses_a_member(base, extra_ours, extra_theirs, clos
     # The merge is symmetric apart from the order of additions.
     swapped = merge_entity("capsules", b, t, o)
     assert set(swapped.merged["observationIds"]) == set(result.merged["observationIds"])
+
+
+def test_a_capsules_summary_written_twice_keeps_the_later_one_in_every_clone():
+    from kindling.model import derived_id
+
+    sid = derived_id("summaries", "cap_1")
+    digest = {
+        "id": sid,
+        "content": "Interrupted: the session never ended",
+        "confidence": 0.5,
+        "evidenceRefs": ["o1"],
+        "capsuleId": "cap_1",
+        "ts": 1000,
+        "scopeIds": {},
+    }
+    owner = {**digest, "content": "Did it all", "confidence": 0.9, "evidenceRefs": ["o2"], "ts": 5}
+    owner["ts"] = 2000
+    for ours, theirs in ((digest, owner), (owner, digest)):
+        assert merge_entity("summaries", None, ours, theirs) == MergeResult(owner, [])
+    random_ids = {**digest, "id": "sum_" + "a" * 32}
+    clash = {**random_ids, "content": "other"}
+    assert merge_entity("summaries", None, random_ids, clash).conflicts == ["content"]

@@ -323,3 +323,30 @@ def test_a_team_never_stops_a_pull_and_ends_with_the_same_memory(team):
     with ana.memory() as memory:
         found = memory.search("permissions", max_results=20)
     assert len(found["pins"]) == 1
+
+
+def test_pinning_again_is_the_same_pin_and_old_files_stay_valid(tmp_path, monkeypatch):
+    monkeypatch.setenv("KINDLING_NOW", str(T0))
+    with Memory.init(tmp_path) as memory:
+        obs = memory.log("root cause: exp compared in ms", scope={"sessionId": "s"}).entity
+        first = memory.pin("observation", obs["id"], note="keep").entity
+        monkeypatch.setenv("KINDLING_NOW", str(T0 + HOUR))
+        again = memory.pin("observation", obs["id"], ttl=DAY).entity
+        assert again["id"] == first["id"] and again["reason"] == "keep"
+        assert again["createdAt"] == obs["ts"] and again["expiresAt"] == T0 + HOUR + DAY
+        other = memory.pin("observation", obs["id"], scope={"repoId": "r"}).entity
+        assert other["id"] != first["id"]
+        assert len(memory.list("pins", limit=None)) == 2
+
+
+def test_abandonment_limit_comes_from_the_committed_config_and_is_bounded(tmp_path):
+    from kindling.agents.abandoned import DEFAULT_ABANDON_HOURS, abandon_after_hours
+
+    with Memory.init(tmp_path) as memory:
+        config = memory.store.root / "config.json"
+        assert abandon_after_hours(memory.store) == DEFAULT_ABANDON_HOURS == 168
+        for value, hours in ((48, 48), (1, 24), (10**9, 366 * 24), ("12", 168), (True, 168)):
+            config.write_bytes(canonical.encode({"formatVersion": 1, "abandonAfterHours": value}))
+            assert abandon_after_hours(memory.store) == hours
+        config.write_bytes(b"{not json")
+        assert abandon_after_hours(memory.store) == DEFAULT_ABANDON_HOURS
