@@ -26,7 +26,7 @@ from kindling.index import bulk, fsclock, handoff, schema
 from kindling.index.read import IndexReader
 from kindling.index.scan import ObjectPaths, read_file_at
 from kindling.index.schema import Problem, SyncReport
-from kindling.index.sync import Syncer
+from kindling.index.sync import BUILDING, Syncer, building
 from kindling.model import ENTITY_TYPES
 from kindling.progress import ProgressFactory
 from kindling.store import Store, WrittenFile
@@ -55,8 +55,21 @@ def remove_index_files(path: str | os.PathLike) -> None:
 class Index(IndexReader):
     """The SQLite FTS5 cache of one store, opened (and built when needed) on construction."""
 
-    def __init__(self, store: Store, *, path: str | os.PathLike | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        path: str | os.PathLike | None = None,
+        deadline: float | None = None,
+    ) -> None:
+        """Open (and fill when new or of an older schema) the index of `store`.
+
+        With `deadline` (a time.monotonic() value), an index that has to be built from
+        nothing is only created here; every sync fills it until the deadline, keeping what it
+        applied, and `building` says whether it holds every file yet.
+        """
         self.store = store
+        self.deadline = deadline
         self.path = Path(path) if path is not None else store.index_path
         self.paths = ObjectPaths(store.objects, store.state / fsclock.CLOCK_NAME)
         self._conn: sqlite3.Connection | None = None
@@ -90,7 +103,7 @@ class Index(IndexReader):
         """Connect; a corrupt file is replaced, no usable place falls back to memory."""
         if str(self.path) == ":memory:":  # asked for: nothing on disk
             if self._connect(":memory:") != schema.SCHEMA_VERSION and build:
-                self._build(only_if_stale=True)
+                self._start_build()
             return
         try:
             if self.path == self.store.index_path:
@@ -116,7 +129,24 @@ class Index(IndexReader):
             self.path = Path(":memory:")
             self._ino = None
         if version != schema.SCHEMA_VERSION and build:
-            self._build(only_if_stale=True)
+            self._start_build()
+
+    def _start_build(self) -> None:
+        """Replace an index of another schema (or none) with empty tables marked `building`,
+        then fill them unless there is a deadline (the caller's syncs will)."""
+        with self.transaction() as conn:
+            if conn.execute("PRAGMA user_version").fetchone()[0] != schema.SCHEMA_VERSION:
+                schema.create(conn)
+                schema.create_indexes(conn)
+                conn.execute("INSERT INTO meta(key, value) VALUES (?, '1')", (BUILDING,))
+                conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")
+        if self.deadline is None:
+            self.sync(trust_watcher=False)
+
+    @property
+    def building(self) -> bool:
+        """True while the index is still being filled for the first time (see __init__)."""
+        return building(self.conn)
 
     def _discard_file(self) -> None:
         remove_index_files(self.path)
@@ -186,7 +216,7 @@ class Index(IndexReader):
 
     def syncer(self) -> Syncer:
         """The sync machinery over the current connection."""
-        return Syncer(self.conn, self.paths, self.transaction, self.watch_lock_path)
+        return Syncer(self.conn, self.paths, self.transaction, self.watch_lock_path, self.deadline)
 
     # ------------------------------------------------------------ keeping current
 

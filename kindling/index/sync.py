@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat as stat_module
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
@@ -41,9 +42,13 @@ from kindling.index.scan import (
 )
 from kindling.index.schema import FileRead, Problem, SyncReport
 from kindling.index.scrub import Scrub
+from kindling.index.sweep import sweep
 from kindling.model import ENTITY_TYPES
 
 CHUNK = 2_000  # files re-read and applied per write transaction
+# With a deadline, smaller transactions: a sync stops at the first chunk boundary past it.
+DEADLINE_CHUNK = 500
+BUILDING = "building"  # meta key: set while an index built from nothing is being filled
 
 # rebuild.py judges its rows with the same two tests as a sync.
 __all__ = ["RowCounts", "SyncPlan", "Syncer"]
@@ -88,8 +93,11 @@ class Syncer:
         paths: ObjectPaths,
         transaction: Callable[[], AbstractContextManager],
         watch_lock: Path | None,
+        deadline: float | None = None,
     ) -> None:
         self.conn = conn
+        # time.monotonic() past which a sync stops after the chunk it is on (None: never)
+        self.deadline = deadline
         self.paths = paths
         self.transaction = transaction
         self.watch_lock = watch_lock
@@ -225,6 +233,9 @@ class Syncer:
         racy_from = plan.racy_from
         dirs_moved = dirs is not None and handoff.dirs_differ(self.conn, dirs, racy_from)
         if not plan.changed and not plan.removed and not plan.folders and not dirs_moved:
+            if full and building(self.conn):
+                with self.transaction():
+                    finish_building(self.conn)
             problems = self.problems()
             quiet = self._walked_problems(problems, plan.within, ())
             return SyncReport(unchanged=plan.walked - quiet, problems=problems)
@@ -233,9 +244,12 @@ class Syncer:
         totals: Counter[str] = Counter()
         many = len(changed) >= hashing.BULK_FILES  # a checkout or a pull: OpenSSL pays
         # In chunks, each its own transaction: a sync of a whole checkout or import never
-        # holds every file's bytes and entity at once.
-        for start in range(0, max(len(changed), 1), CHUNK):
-            chunk = changed[start : start + CHUNK]
+        # holds every file's bytes and entity at once, and one stopped (killed, or at its
+        # deadline) keeps what it applied; the next sync finds the rest changed still.
+        size = CHUNK if self.deadline is None else DEADLINE_CHUNK
+        pending = 0
+        for start in range(0, max(len(changed), 1), size):
+            chunk = changed[start : start + size]
             hashes = self._recorded_hashes([c[0] for c in chunk])
             reads = []
             for rel, etype, st in chunk:
@@ -245,7 +259,7 @@ class Syncer:
                     removed.append(rel)
                 else:
                     reads.append(read)
-            last = start + CHUNK >= len(changed)
+            last = start + size >= len(changed)
             with self.transaction():
                 done = self.apply(reads, removed if last else [])
                 if last:
@@ -253,16 +267,22 @@ class Syncer:
                     if dirs is not None:
                         handoff.store_dirs(self.conn, dirs, racy_from, full=full)
                     if full:
-                        self._sweep()
+                        sweep(self.conn, self._scrub)
+                        finish_building(self.conn)
             self._scrub.checkpoint()
             totals.update(done._asdict())
             del reads
+            if not last and self.deadline is not None and time.monotonic() >= self.deadline:
+                pending = len(changed) - start - size
+                break
         counts = RowCounts(**totals)
         problems = self.problems()
         changed_rels = {c[0] for c in plan.changed}
         quiet = self._walked_problems(problems, plan.within, changed_rels)
         unchanged = plan.walked - len(plan.changed) - quiet + counts.same
-        return SyncReport(counts.added, counts.updated, counts.removed, unchanged, problems)
+        report = SyncReport(counts.added, counts.updated, counts.removed, unchanged, problems)
+        report.pending = pending
+        return report
 
     def _store_folders(self, records: dict[str, tuple[int, int | None] | None]) -> None:
         for rel_folder, record in records.items():
@@ -450,47 +470,12 @@ class Syncer:
             out.update(self.conn.execute(sql, chunk))
         return out
 
-    def _sweep(self) -> None:
-        """Remove rows that point at nothing: none should exist, and a sync never trusts that.
 
-        Counting first (a few index scans) keeps this cheap; the deletes only run on a mismatch.
-        """
-        conn = self.conn
-        # A file row lost behind the index's back leaves its folder's record counting a file
-        # the rows lack, and a matching fingerprint would keep that folder from being listed
-        # again: drop such records, so the next sync compares those folders file by file.
-        rows, counted = conn.execute(
-            "SELECT (SELECT count(*) FROM files), "
-            "(SELECT coalesce(sum(count), 0) FROM folder_fingerprints)"
-        ).fetchone()
-        if rows != counted:
-            conn.execute(
-                "DELETE FROM folder_fingerprints AS f WHERE count != (SELECT count(*) FROM files "
-                "WHERE path > f.path || '/' AND path < f.path || '0')"
-            )
-        entity_files, entities, fts_rows, searchable = conn.execute(
-            "SELECT (SELECT count(*) FROM files) "
-            "- (SELECT count(*) FROM files WHERE problem IS NOT NULL), "
-            "(SELECT count(*) FROM entities), (SELECT count(*) FROM fts_docsize), "
-            "(SELECT count(*) FROM entities WHERE type IN ('summaries', 'observations')) "
-            "- (SELECT count(*) FROM entities INDEXED BY entities_redacted "
-            "WHERE redacted = 1 AND type = 'observations')"
-        ).fetchone()
-        if entity_files == entities and fts_rows == searchable:
-            return
-        # Text no row should have may be text someone forgot: it leaves no trace either.
-        self._scrub.from_here()
-        try:
-            conn.execute(
-                "DELETE FROM entities WHERE rowid NOT IN "
-                "(SELECT id FROM files WHERE problem IS NULL)"
-            )
-            fulltext.refill(conn)  # contentless: no stray row can be deleted alone
-            self._scrub.rewrite_segments()
-        finally:
-            self._scrub.end()
-        # A file row without its entity row: make the next sync re-read and re-parse it.
-        conn.execute(
-            "UPDATE files SET hash = '', racy = 1 WHERE problem IS NULL "
-            "AND id NOT IN (SELECT rowid FROM entities)"
-        )
+def building(conn: sqlite3.Connection) -> bool:
+    """True while an index built from nothing has not yet been filled by a whole sync."""
+    return conn.execute("SELECT 1 FROM meta WHERE key = ?", (BUILDING,)).fetchone() is not None
+
+
+def finish_building(conn: sqlite3.Connection) -> None:
+    """A whole sync went through: the index holds every file (in the caller's transaction)."""
+    conn.execute("DELETE FROM meta WHERE key = ?", (BUILDING,))

@@ -10,6 +10,7 @@ case styles of one name meet in the same tokens. Letters and digits are never sp
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple
 
@@ -61,25 +62,33 @@ def index_extra(text: str) -> str:
     `busytimeout` / `maxmemorypolicy`. One pass over the text (linear in its length).
     """
     extra: list[str] = []
-    seen: set[str] = set()
     if "_" not in text and "-" not in text and text == text.lower():
         return ""  # no separator and no capital: nothing to split (checked at memchr speed)
     if not _HINGE.search(text):
         return ""
-    for match in RUN.finditer(text):
-        run = match.group()
-        if not _COMPOUND.search(run) or run in seen:
-            continue
-        seen.add(run)
-        for piece in run.split("."):
-            tokens = WORD.findall(piece)
-            if len(tokens) > 1:  # snake or kebab: the joined name (camel parts joined too)
-                extra.append("".join(tokens).lower())
-            for token in tokens:
-                parts = camel_parts(token)
-                if len(parts) > 1:  # camel: the parts, in order
-                    extra.append(" ".join(parts).lower())
+    for run in dict.fromkeys(RUN.findall(text)):  # each distinct name once, in order
+        forms = _run_forms(run)
+        if forms:
+            extra.extend(forms)
     return " ".join(extra)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _run_forms(run: str) -> tuple[str, ...]:
+    """The extra tokens of one name (none for a plain word); names recur across a store's
+    texts, so a bulk index works each out once."""
+    if not _COMPOUND.search(run):
+        return ()
+    extra: list[str] = []
+    for piece in run.split("."):
+        tokens = WORD.findall(piece)
+        if len(tokens) > 1:  # snake or kebab: the joined name (camel parts joined too)
+            extra.append("".join(tokens).lower())
+        for token in tokens:
+            parts = camel_parts(token)
+            if len(parts) > 1:  # camel: the parts, in order
+                extra.append(" ".join(parts).lower())
+    return tuple(extra)
 
 
 def searchable(content: str) -> str:
