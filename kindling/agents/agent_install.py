@@ -10,10 +10,11 @@ project or in the home folder: `.claude`, `.codex`, `.gemini`, `.cursor`, `.open
 
 from __future__ import annotations
 
-import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
+
+import tomllib
 
 from kindling.agents import hook_files as hf
 from kindling.agents.claude_install import Change, _inside, _write_file
@@ -25,7 +26,9 @@ MCP_ENTRY = {"command": "kindling", "args": ["mcp"]}
 OPENCODE_MCP = {"type": "local", "command": ["kindling", "mcp"], "enabled": True}
 CODEX_BEGIN = "# kindling: begin (kindling init --agent codex; kindling init --remove takes it out)"
 CODEX_END = "# kindling: end"
-CODEX_BLOCK = f'{CODEX_BEGIN}\n[mcp_servers.kindling]\ncommand = "kindling"\nargs = ["mcp"]\n{CODEX_END}\n'
+CODEX_BLOCK = (
+    f'{CODEX_BEGIN}\n[mcp_servers.kindling]\ncommand = "kindling"\nargs = ["mcp"]\n{CODEX_END}\n'
+)
 
 # event -> (timeout in seconds, matcher): Codex's hooks (developers.openai.com/codex/hooks)
 CODEX_HOOKS = {
@@ -93,9 +96,7 @@ AGENTS = {
     "codex": AgentSetup("codex", (".codex",), (".codex",)),
     "gemini": AgentSetup("gemini", (".gemini",), (".gemini",)),
     "cursor": AgentSetup("cursor", (".cursor",), (".cursor",)),
-    "opencode": AgentSetup(
-        "opencode", (".opencode", "opencode.json"), (".config/opencode",)
-    ),
+    "opencode": AgentSetup("opencode", (".opencode", "opencode.json"), (".config/opencode",)),
 }
 
 
@@ -120,8 +121,16 @@ def _grouped(agent: str, table: dict, seconds: bool, named: bool) -> dict:
     return wanted
 
 
-def _json(project: Path, rel: str, merge, purpose: str) -> Change:
+def _json(project: Path, rel: str, merge, purpose: str, server: tuple | None = None) -> Change:
+    """Merge into the project's JSON file `rel`; `server` (key, entry): say so when the user's
+    own `kindling` server there is kept as written."""
     path = _inside(project, project / rel)
+    if server is not None:
+        from kindling.agents.claude_settings import read_json_object
+
+        servers = (read_json_object(path) or {}).get(server[0])
+        if isinstance(servers, dict) and servers.get(hf.SERVER, server[1]) != server[1]:
+            purpose += "; your own kindling MCP server kept as written"
     return Change(path, write_json_merged(path, merge), purpose)
 
 
@@ -174,8 +183,12 @@ def install(agent: str, project_dir) -> list[Change]:
     if agent == "codex":
         wanted = _grouped(agent, CODEX_HOOKS, True, False)
         return [
-            _json(project, ".codex/hooks.json", lambda c: hf.merge_grouped(c, wanted, project),
-                  "Codex hooks"),
+            _json(
+                project,
+                ".codex/hooks.json",
+                lambda c: hf.merge_grouped(c, wanted, project),
+                "Codex hooks",
+            ),
             _codex_mcp(project, remove=False),
         ]
     if agent == "gemini":
@@ -189,23 +202,43 @@ def install(agent: str, project_dir) -> list[Change]:
                 config["tools"] = {**tools, "enableHooks": True}
             return config
 
-        return [_json(project, ".gemini/settings.json", merge, "Gemini CLI hooks, MCP server")]
+        return [
+            _json(
+                project,
+                ".gemini/settings.json",
+                merge,
+                "Gemini CLI hooks, MCP server",
+                ("mcpServers", MCP_ENTRY),
+            )
+        ]
     if agent == "cursor":
         wanted = {e: {"command": hf.guarded(agent, e)} for e in CURSOR_HOOKS}
         return [
-            _json(project, ".cursor/hooks.json",
-                  lambda c: {"version": 1, **hf.merge_flat(c, wanted, project)}, "Cursor hooks"),
-            _json(project, ".cursor/mcp.json",
-                  lambda c: hf.merge_server(c, "mcpServers", MCP_ENTRY, project),
-                  "MCP server kindling"),
+            _json(
+                project,
+                ".cursor/hooks.json",
+                lambda c: {"version": 1, **hf.merge_flat(c, wanted, project)},
+                "Cursor hooks",
+            ),
+            _json(
+                project,
+                ".cursor/mcp.json",
+                lambda c: hf.merge_server(c, "mcpServers", MCP_ENTRY, project),
+                "MCP server kindling",
+                ("mcpServers", MCP_ENTRY),
+            ),
         ]
     if agent == "opencode":
         plugin = _inside(project, project / ".opencode" / "plugins" / "kindling.js")
         return [
             Change(plugin, _write_file(plugin, _opencode_plugin()), "OpenCode plugin"),
-            _json(project, "opencode.json",
-                  lambda c: hf.merge_server(c, "mcp", OPENCODE_MCP, project),
-                  "MCP server kindling"),
+            _json(
+                project,
+                "opencode.json",
+                lambda c: hf.merge_server(c, "mcp", OPENCODE_MCP, project),
+                "MCP server kindling",
+                ("mcp", OPENCODE_MCP),
+            ),
         ]
     raise KindlingError(f"unknown agent {agent!r}; choose one of {', '.join(AGENTS)}, all")
 
@@ -234,9 +267,12 @@ def _remove_claude(project: Path) -> list[Change]:
     changes = [
         _unjson(project, ".claude/settings.json", hf.remove_grouped, "Claude Code hooks"),
         _unjson(project, ".claude/settings.local.json", hf.remove_grouped, "Claude Code hooks"),
-        _unjson(project, ".mcp.json",
-                lambda c: hf.remove_server(c, "mcpServers", ci.mcp_server_entry()),
-                "MCP server kindling"),
+        _unjson(
+            project,
+            ".mcp.json",
+            lambda c: hf.remove_server(c, "mcpServers", ci.mcp_server_entry()),
+            "MCP server kindling",
+        ),
     ]
     for name, data in ci.plugin_files().items():
         if name.startswith("skills/kindling-memory/"):
@@ -278,6 +314,7 @@ def _remove(agent: str, project: Path) -> list[Change]:
             _codex_mcp(project, remove=True),
         ]
     if agent == "gemini":
+
         def change(config: dict) -> dict:
             config = hf.remove_server(hf.remove_grouped(config), "mcpServers", MCP_ENTRY)
             tools = config.get("tools")
@@ -290,20 +327,29 @@ def _remove(agent: str, project: Path) -> list[Change]:
 
         return [_unjson(project, ".gemini/settings.json", change, "Gemini CLI hooks, MCP server")]
     if agent == "cursor":
+
         def hooks(config: dict) -> dict:
             config = hf.remove_flat(config)
             return {} if set(config) <= {"version"} else config
 
         return [
             _unjson(project, ".cursor/hooks.json", hooks, "Cursor hooks"),
-            _unjson(project, ".cursor/mcp.json",
-                    lambda c: hf.remove_server(c, "mcpServers", MCP_ENTRY), "MCP server kindling"),
+            _unjson(
+                project,
+                ".cursor/mcp.json",
+                lambda c: hf.remove_server(c, "mcpServers", MCP_ENTRY),
+                "MCP server kindling",
+            ),
         ]
     if agent == "opencode":
         plugin = _inside(project, project / ".opencode" / "plugins" / "kindling.js")
         return [
             _remove_file(plugin, _opencode_plugin(), "OpenCode plugin"),
-            _unjson(project, "opencode.json",
-                    lambda c: hf.remove_server(c, "mcp", OPENCODE_MCP), "MCP server kindling"),
+            _unjson(
+                project,
+                "opencode.json",
+                lambda c: hf.remove_server(c, "mcp", OPENCODE_MCP),
+                "MCP server kindling",
+            ),
         ]
     raise KindlingError(f"unknown agent {agent!r}; choose one of {', '.join(AGENTS)}, all")

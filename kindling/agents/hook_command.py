@@ -1,5 +1,5 @@
-"""`kindling hook [--agent NAME] EVENT` as a process: the payload from stdin, hook JSON on stdout for the
-agent, a one-line note on stderr, and exit status 0 whatever happened."""
+"""`kindling hook [--agent NAME] EVENT` as a process: the payload from stdin, hook JSON on
+stdout for the agent, a one-line note on stderr, and exit status 0 whatever happened."""
 
 from __future__ import annotations
 

@@ -45,9 +45,7 @@ def _groups(hooks: dict, event: str, where: Path) -> list:
     return groups
 
 
-def merge_grouped(
-    config: dict, wanted: dict[str, tuple[dict, str | None]], where: Path
-) -> dict:
+def merge_grouped(config: dict, wanted: dict[str, tuple[dict, str | None]], where: Path) -> dict:
     """`config` with Kindling's entry for each event in `{"hooks": {event: [{matcher?,
     hooks: [...]}]}}` (Claude Code, Codex, Gemini CLI); an entry of ours is updated in place."""
     hooks = config.get("hooks", {})

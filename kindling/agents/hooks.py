@@ -55,6 +55,9 @@ class Options(NamedTuple):
     from_agent: str | None = None
 
 
+DEFAULT_OPTIONS = Options()
+
+
 def record_for(event: str, payload: dict) -> records.Record | None:
     """The observation one hook payload records, or None when the event records nothing."""
     if EVENTS.get(event) == RECORDS_TOOL:
@@ -81,8 +84,9 @@ def _injected(memory, session_id: str) -> set[str]:
     return seen
 
 
-def session_start(memory, payload: dict, options: Options = Options()) -> HookResult:
+def session_start(memory, payload: dict, options: Options | None = None) -> HookResult:
     """Close stale capsules, open this session's, record the start and answer with context."""
+    options = options or DEFAULT_OPTIONS
     repo = repo_of(payload)
     scope = scope_for(payload, repo)
     scopes = context.repo_scopes(memory, repo)
@@ -100,9 +104,10 @@ def session_start(memory, payload: dict, options: Options = Options()) -> HookRe
     return HookResult(context=text, recorded=capsule["id"])
 
 
-def prompt_submitted(memory, payload: dict, options: Options = Options()) -> HookResult:
+def prompt_submitted(memory, payload: dict, options: Options | None = None) -> HookResult:
     """Record the prompt, title the capsule after the first one (and each new task in it),
     answer with recalled memory."""
+    options = options or DEFAULT_OPTIONS
     repo = repo_of(payload)
     scope = scope_for(payload, repo)
     found = records.message_record("UserPromptSubmit", payload)
@@ -146,7 +151,7 @@ def _masked_note(masked: int) -> str | None:
     return f"kindling: masked {masked} secret(s) before recording" if masked else None
 
 
-def handle(memory, event: str, payload: dict, options: Options = Options()) -> HookResult:
+def handle(memory, event: str, payload: dict, options: Options | None = None) -> HookResult:
     """Apply one parsed (Claude Code shaped) hook payload to the store."""
     if event == "SessionStart":
         return session_start(memory, payload, options)
@@ -175,6 +180,7 @@ def run_hook(
     message. The agent's adapter maps its event and payload onto the pipeline's and shapes the
     answer in the agent's own output form."""
     from kindling.agents import adapters
+    from kindling.agents.adapters.common import first_root
     from kindling.memory import Memory
 
     memory = None
@@ -184,7 +190,7 @@ def run_hook(
         adapter = adapters.get(agent)
         raw = read_payload(data)
         if event not in adapter.events:
-            payload = raw
+            payload = {**raw, "cwd": first_root(raw)}  # an IDE's workspace root, else its cwd
             memory = Memory(store, cwd=project_dir(payload), autowatch=True)
             note_activity(memory.store, event, known=False)
             memory.close()

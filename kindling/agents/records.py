@@ -148,7 +148,10 @@ def tool_record(event: str, payload: dict) -> Record | None:
     tool_input = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
     what = subject(tool, tool_input, root)
     prov: dict[str, Any] = {
-        "source": agent_of(payload), "hook": event, "tool": tool, "subject": what
+        "source": agent_of(payload),
+        "hook": event,
+        "tool": tool,
+        "subject": what,
     }
     if isinstance(payload.get("tool_use_id"), str):
         prov["toolUseId"] = payload["tool_use_id"]

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from kindling.agents.digest import STALE_AFTER_MS, members
 from kindling.agents.agent_ids import HOOK_AGENTS
+from kindling.agents.digest import STALE_AFTER_MS, members
 from kindling.agents.payload import one_line
 from kindling.agents.summary import build
 from kindling.errors import KindlingError

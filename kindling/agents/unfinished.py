@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kindling.agents.intent import INTENT_WAITING
 from kindling.agents.agent_ids import is_hook_session
+from kindling.agents.intent import INTENT_WAITING
 from kindling.agents.payload import one_line, short_id, when
 from kindling.errors import KindlingError
 from kindling.index.traits import file_of, hook_of

@@ -30,8 +30,8 @@ def chosen_agents(names: tuple[str, ...], claude_code: bool, project: Path) -> l
 def remove_agents(names: tuple[str, ...], claude_code: bool, path: str | None) -> None:
     """`kindling init --remove`: each named agent's setup (every agent's when none is named)
     taken out of the project (the git work tree's top, else PATH or here)."""
-    from kindling.git.setup import find_repo
     from kindling.errors import KindlingError
+    from kindling.git.setup import find_repo
 
     start = Path(path or ".").absolute()
     try:

@@ -6,7 +6,7 @@ Source: https://code.claude.com/docs/en/hooks (hook events, input fields, and th
 
 from __future__ import annotations
 
-from kindling.agents.adapters import Adapter, Normalized
+from kindling.agents.adapters.base import Adapter, Normalized
 from kindling.agents.adapters.common import additional_context
 from kindling.agents.payload import AGENT_KEY
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kindling.agents.adapters import Adapter, Normalized
+from kindling.agents.adapters.base import Adapter, Normalized
 from kindling.agents.adapters.common import additional_context, native_session, shaped
 
 NAME = "codex"

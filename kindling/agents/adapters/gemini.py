@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kindling.agents.adapters import Adapter, Normalized
+from kindling.agents.adapters.base import Adapter, Normalized
 from kindling.agents.adapters.common import additional_context, native_session, shaped
 from kindling.agents.payload import text_of
 
