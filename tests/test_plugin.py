@@ -120,6 +120,23 @@ def test_the_plugin_is_package_data(tmp_path):
     built = target / "kindling" / "plugin" / "claude-code"
     files = {p.relative_to(built).as_posix() for p in built.rglob("*") if p.is_file()}
     assert files == set(plugin_files())
+    opencode = target / "kindling" / "plugin" / "opencode" / "kindling.js"
+    assert opencode.read_bytes() == (PLUGIN.parent / "opencode" / "kindling.js").read_bytes()
+
+
+def test_the_opencode_plugin_sends_what_its_adapter_reads():
+    """Each event the OpenCode plugin sends is one its adapter knows, and each one the adapter
+    records is sent; every call is the installed `kindling hook --agent opencode`."""
+    from kindling.agents.adapters import opencode
+
+    source = (PLUGIN.parent / "opencode" / "kindling.js").read_text()
+    sent = set(re.findall(r'run\(\$, "([a-z.]+)"', source)) | (
+        {"session.idle", "session.deleted"} if "run($, event.type" in source else set()
+    )
+    recorded = {e for e, target in opencode.EVENTS.items() if target is not None}
+    assert sent == recorded
+    assert source.count("kindling hook --agent opencode ${event}") == 1
+    assert "python" not in source
 
 
 # ---------------------------------------------------------------- kindling init --claude-code
