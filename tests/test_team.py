@@ -350,3 +350,107 @@ def test_abandonment_limit_comes_from_the_committed_config_and_is_bounded(tmp_pa
             assert abandon_after_hours(memory.store) == hours
         config.write_bytes(b"{not json")
         assert abandon_after_hours(memory.store) == DEFAULT_ABANDON_HOURS
+
+
+def test_a_clone_back_from_a_long_absence_closes_no_teammate_capsule_before_it_pulls(
+    tmp_path, monkeypatch
+):
+    from kindling.agents.digest import close_stale
+
+    git("init", "-b", "main", str(tmp_path), cwd=tmp_path)
+    fetched = tmp_path / ".git" / "FETCH_HEAD"
+    fetched.write_text("")
+    scope = {"sessionId": "mate-1", "repoId": "acme", "agentId": "claude-code"}
+    monkeypatch.setenv("KINDLING_NOW", str(T0))
+    with Memory.init(tmp_path) as memory:
+        capsule = memory.open_capsule("a teammate's session", scope=scope).entity
+        memory.log("make test: 3 passed", scope=scope)
+        monkeypatch.setenv("KINDLING_NOW", str(T0 + 30 * DAY))
+        # Last heard from the remote a day after the teammate's last record: not abandoned
+        # then, so maybe not now (the teammate may have pushed more since).
+        os.utime(fetched, ns=((T0 + DAY) * 1_000_000,) * 2)
+        assert close_stale(memory, None, "mine") == []
+        # Heard from it eight days on, the capsule still idle: abandoned.
+        os.utime(fetched, ns=((T0 + 8 * DAY) * 1_000_000,) * 2)
+        assert close_stale(memory, None, "mine") == [capsule["id"]]
+        closed = memory.get(capsule["id"]).entity
+        assert closed["closedAt"] == memory.last_activity(closed) < T0 + DAY
+
+
+def _hook(project: Path, event: str, session: str, **fields) -> None:
+    body = {"session_id": session, "cwd": str(project), "hook_event_name": event, **fields}
+    result = run_hook(event, json.dumps(body).encode())
+    assert result.message is None, result.message
+
+
+def _bash(project: Path, session: str, command: str) -> None:
+    response = {"stdout": "ok", "stderr": "", "interrupted": False}
+    _hook(
+        project,
+        "PostToolUse",
+        session,
+        tool_name="Bash",
+        tool_input={"command": command},
+        tool_response=response,
+        tool_use_id=f"toolu_{command}",
+    )
+
+
+def _session_capsules(project: Path, session: str) -> list[dict]:
+    folder = project / ".kindling" / "objects" / "capsules"
+    found = [canonical.decode(p.read_bytes()) for p in folder.rglob("*.json")]
+    mine = [c for c in found if c["scopeIds"].get("sessionId") == session]
+    return sorted(mine, key=lambda c: c["openedAt"])
+
+
+def test_a_git_switch_mid_session_brings_the_capsule_file_back_on_that_branch(
+    tmp_path, monkeypatch
+):
+    monkeypatch.delenv("KINDLING_STORE", raising=False)
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    monkeypatch.setenv("KINDLING_NOW", str(T0))
+    env = ("-c", "user.name=dev", "-c", "user.email=dev@example.com")
+    git("init", "-b", "main", str(tmp_path), cwd=tmp_path)
+    Memory.init(tmp_path).close()
+    git(*env, "add", "-A", cwd=tmp_path)
+    git(*env, "commit", "-m", "start", cwd=tmp_path)
+    git("branch", "other", cwd=tmp_path)
+    _hook(tmp_path, "SessionStart", "s-1", source="startup")
+    _bash(tmp_path, "s-1", "make one")
+    git(*env, "add", "-A", cwd=tmp_path)
+    git(*env, "commit", "-m", "work", cwd=tmp_path)
+    git("switch", "other", cwd=tmp_path)
+    assert _session_capsules(tmp_path, "s-1") == []  # the branch predates the capsule
+    _bash(tmp_path, "s-1", "make two")
+    (back,) = _session_capsules(tmp_path, "s-1")
+    assert back["status"] == "open" and len(back["observationIds"]) == 1  # "make two"
+    with Memory(tmp_path / ".kindling") as memory:
+        two = memory.list("observations", scope={"sessionId": "s-1"}, limit=None)
+    assert [o["id"] for o in two] == back["observationIds"]
+
+
+def test_a_paused_session_whose_capsule_was_closed_goes_on_in_one_holding_its_records(
+    tmp_path, monkeypatch
+):
+    monkeypatch.delenv("KINDLING_STORE", raising=False)
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    monkeypatch.setenv("KINDLING_NOW", str(T0))
+    Memory.init(tmp_path).close()
+    _hook(tmp_path, "SessionStart", "s-1", source="startup")
+    _bash(tmp_path, "s-1", "make one")
+    # Five hours later another session of this clone closes it (its owner's rule) ...
+    monkeypatch.setenv("KINDLING_NOW", str(T0 + 5 * HOUR))
+    _hook(tmp_path, "SessionStart", "s-2", source="startup")
+    (first,) = _session_capsules(tmp_path, "s-1")
+    assert first["status"] == "closed"
+    # ... but the session was only paused: it goes on, and ends with its own summary.
+    _bash(tmp_path, "s-1", "make two")
+    _hook(tmp_path, "SessionEnd", "s-1", reason="prompt_input_exit")
+    first, then = _session_capsules(tmp_path, "s-1")
+    assert then["status"] == "closed" and then["summaryId"] != first["summaryId"]
+    assert then["observationIds"][: len(first["observationIds"])] == first["observationIds"]
+    assert len(then["observationIds"]) == len(first["observationIds"]) + 1
+    with Memory(tmp_path / ".kindling") as memory:
+        said = memory.get(then["summaryId"]).entity["content"]
+        assert "Interrupted" not in said
+        assert "Interrupted" in memory.get(first["summaryId"]).entity["content"]

@@ -84,7 +84,7 @@ def close_stale(memory, repo_ids: tuple[str, ...] | None, current_session: str) 
         if repo_ids is not None and scope.get("repoId") not in repo_ids:
             continue
         mine = owned.owns(memory.store, capsule)
-        if now - memory.last_activity(capsule) < abandoned.idle_limit_ms(memory.store, mine):
+        if not abandoned.may_close(memory.store, memory.last_activity(capsule), now, mine=mine):
             continue  # a teammate's session may still be alive: only its owner closes it
         try:
             closed.append(close_session_capsule(memory, capsule, interrupted=True)["id"])

@@ -62,6 +62,9 @@ def taken_up(memory, session: str) -> dict | None:
         return restored.entity
     if current["status"] == "open":
         return current
+    other = memory.open_session_capsule(session)
+    if other is not None:
+        return other  # it goes on already (another hook of the session was first)
     try:
         capsule = memory.open_capsule(
             current["intent"],
@@ -76,9 +79,13 @@ def taken_up(memory, session: str) -> dict | None:
 
 
 def ensure(memory, scope: dict) -> None:
-    """Before a record of a session this clone runs: make sure it has its capsule."""
+    """Before a record of a session this clone runs: make sure it has its capsule.
+
+    Reads this clone's note and the capsule's file, no index: a hook's record pays for one
+    look-up of its session's capsule already (in `Memory.log`).
+    """
     session = scope.get("sessionId")
-    if session is not None and memory.open_session_capsule(session) is None:
+    if isinstance(session, str):
         taken_up(memory, session)
 
 
@@ -89,6 +96,8 @@ def remember(memory, capsule: dict, *, ended: bool = False) -> None:
 
 
 def _abandoned_here(memory, capsule: dict) -> bool:
+    """Idle past the abandonment limit: a teammate may have closed it (by the clock alone,
+    since a teammate may have pulled more recently than this clone)."""
     idle = now_ms() - memory.last_activity(capsule)
     return idle >= abandoned.idle_limit_ms(memory.store, mine=False)
 
