@@ -16,9 +16,23 @@ from kindling.errors import KindlingError
 from kindling.model import MAX_CONTENT_BYTES, MAX_COUNT, OBSERVATION_KINDS, SCOPE_NAMES
 from kindling.progress import ProgressFactory
 
+
 # Option types that keep numbers within what the store and the index can hold.
-COUNT = click.IntRange(0, MAX_COUNT)
-POSITIVE_COUNT = click.IntRange(1, MAX_COUNT)
+class Count(click.ParamType):
+    """A bounded whole number whose help shows no `[0<=x<=2147483647]` (the bound is for the
+    store's sake; an error names it when a value passes it)."""
+
+    name = "count"
+
+    def __init__(self, least: int, most: int) -> None:
+        self.range = click.IntRange(least, most)
+
+    def convert(self, value, param, ctx):
+        return self.range.convert(value, param, ctx)
+
+
+COUNT = Count(0, MAX_COUNT)
+POSITIVE_COUNT = Count(1, MAX_COUNT)
 
 
 class FiniteFloatRange(click.FloatRange):

@@ -55,8 +55,9 @@ RULE = "=" * 50
     "exit_code",
     is_flag=True,
     help="Exit 1 when the query matched no candidate, as grep does (pins and the current "
-    "summary, shown whatever the query, do not count). Without it the exit status is 0 "
-    "whenever the search ran, which agents read as success.",
+    "summary, shown whatever the query, do not count, nor does a pinned entry, which shows "
+    "with the pins). Without it the exit status is 0 whenever the search ran, which agents "
+    "read as success.",
 )
 @utc_option
 @json_option
