@@ -104,13 +104,14 @@ class Reader:
     def read_file(self, path: Path, depth: int) -> None:
         if depth > MAX_DEPTH or len(self.stats) >= MAX_FILES:
             return
-        text = self._load(path)
+        text = self._load(path, included=depth > 0)
         if text is not None:
             self.parse(text, path, depth)
 
-    def _load(self, path: Path) -> str | None:
+    def _load(self, path: Path, *, included: bool) -> str | None:
         try:
-            real = os.path.realpath(path)
+            # Where an include leads (its links resolved); the standard files are the user's own.
+            real = os.path.realpath(path) if included else str(path)
             if real.startswith(_WEIRD):
                 self.stats.append(FileStat(str(path), None))
                 return None
@@ -283,6 +284,12 @@ def _value(text: str, pos: int) -> tuple[str | None, int]:
     if text[pos] != "=":
         return None, _line_end(text, pos)  # garbage after a name: the line is skipped
     pos += 1
+    end = text.find("\n", pos)
+    end = n if end == -1 else end
+    line = text[pos:end]
+    if '"' not in line and "\\" not in line:  # the common case: no quotes, no escapes
+        cut = min((i for i in (line.find("#"), line.find(";")) if i != -1), default=len(line))
+        return line[:cut].strip(" \t\r").replace("\t", " "), end + 1  # git: a tab is a space
     out: list[str] = []
     quoted, trailing = False, 0  # `trailing`: unquoted whitespace at the end, dropped
     while pos < n:

@@ -100,12 +100,15 @@ def test_values_read_as_git_reads_them(tmp_path):
         + '  URL = "https://example.com/a b.git" ; a comment\n'
         + "[remote.legacy]\n\turl = https://example.com/\\\n  legacy.git\n"
         + '[x "sub \\"q\\""]\n\tflag\n\tval = one  two # note\n'
+        + '[y]\n\ttabbed = one \t two  ; c\n\tmixed = "x  y" z\n'
     )
     got = ours(repo)
     assert got.get("remote", "origin", "url") == git("config", "remote.origin.url", cwd=repo)
     assert got.get("remote", "legacy", "url") == git("config", "remote.legacy.url", cwd=repo)
     assert got.get("x", 'sub "q"', "val") == git("config", 'x.sub "q".val', cwd=repo)
     assert got.get_all("x", 'sub "q"', "flag") == [None]
+    for key in ("tabbed", "mixed"):
+        assert got.get("y", None, key) == git("config", f"y.{key}", cwd=repo)
 
 
 def test_include_and_include_if_follow_git(tmp_path, own_home):
