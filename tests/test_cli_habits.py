@@ -120,6 +120,12 @@ def test_every_text_option_reads_stdin(store, memory):
     assert obs in forgot.stdout
 
 
+def test_demo_query_reads_stdin():
+    result = invoke("demo", "-", input="rate limiter\n")
+    assert result.exit_code == 0, result.output
+    assert '$ kindling search "rate limiter"' in result.output
+
+
 def test_stdin_is_read_once(store):
     result = invoke("--store", store, "log", "-", "--provenance", "-", input="{}")
     assert result.exit_code == 2

@@ -13,6 +13,7 @@ from kindling.cli.common import (
     open_memory,
     progress_bars,
     progress_options,
+    read_option,
     store_path,
 )
 from kindling.cli.complete import ids
@@ -33,8 +34,8 @@ def demo_cmd(query: str | None) -> None:
     from kindling.cli.search import render
     from kindling.memory import Memory
 
+    query = read_option(query, "QUERY") or demo.DEMO_QUERY  # - reads it from stdin
     store = demo.copy_example()
-    query = query or demo.DEMO_QUERY
     echo(f"Copied the example store (a JWT expiry bug, debugged in one session) to {store}")
     echo(f'\n$ kindling search "{query}"\n')
     with Memory(store) as memory:
