@@ -182,7 +182,19 @@ def collect(memory, progress: ProgressFactory | None = None) -> dict[str, Any]:
         )
         if step is not None:
             step(1)
+    data["retired"] = retired_members(memory, data["capsules"])
     return data
+
+
+def retired_members(memory, capsules: list[dict]) -> list[str]:
+    """Capsule members `kindling gc` retired (kindling.retention.record), so the page says
+    "retired" rather than "missing" for them; only those capsules name."""
+    from kindling.retention.record import read_records
+
+    retired, _ = read_records(memory.store)
+    if not retired:
+        return []
+    return sorted({m for c in capsules for m in c["observationIds"] if m in retired})
 
 
 def render_page(data: dict[str, Any]) -> str:

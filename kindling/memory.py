@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from kindling.fsck import FsckReport
     from kindling.git.resolve import ResolveReport
     from kindling.index import Index, Problem, SyncReport
+    from kindling.retention import GcReport
     from kindling.search.request import SearchRequest
 
 
@@ -465,6 +466,23 @@ class Memory:
 
         self.close()  # fsck may replace the index file
         return fsck(self.store, fix=fix, progress=progress)
+
+    def gc(self, *, dry_run: bool = False, confirm: bool = False) -> GcReport:
+        """Apply the store's retention policy (kindling.retention): retire old raw tool output
+        no summary, pin or fix needs; a policy new to this clone only with `confirm`."""
+        from kindling.retention import gc
+
+        report = gc(self.store, dry_run=dry_run, confirm=confirm)
+        if report.removed:
+            self.sync()  # the retired files' rows leave the index now, not at the next read
+        return report
+
+    def retired(self, ref: str) -> dict | None:
+        """What is known of a retired observation (its record and the commit that last held
+        it), or None when `ref` names none."""
+        from kindling.retention.show import retired_info
+
+        return retired_info(self.store, ref)
 
     def git_setup(self, command: str | None = None) -> list[str]:
         """Route this store's entity files to the Kindling merge driver; what was done."""

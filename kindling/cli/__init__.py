@@ -34,6 +34,7 @@ COMMANDS = {
     "export": "bundle:export_cmd",
     "import": "bundle:import_cmd",
     "fsck": "git:fsck_cmd",
+    "gc": "gc:gc_cmd",
     "merge-driver": "git:merge_driver_cmd",
     "resolve": "git:resolve_cmd",
     "git-setup": "git:git_setup_cmd",

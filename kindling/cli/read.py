@@ -16,6 +16,7 @@ from kindling.cli.common import (
 from kindling.cli.complete import ids
 from kindling.cli.format import echo, entity_line, problems_notice
 from kindling.cli.when import utc_option
+from kindling.errors import NotFoundError
 from kindling.model import ENTITY_TYPES, SINGULAR
 
 
@@ -31,7 +32,20 @@ def show_cmd(ctx, entity_id, json_) -> None:
       kindling show 9c20f3a1
       kindling show cap_8a3f --json
     """
-    found = open_memory(ctx).get(entity_id)
+    memory = open_memory(ctx)
+    try:
+        found = memory.get(entity_id)
+    except NotFoundError:
+        retired = memory.retired(entity_id)
+        if retired is None:
+            raise
+        from kindling.retention.show import retired_text
+
+        if json_:
+            echo_json(retired)
+        else:
+            echo(retired_text(retired), nl=False)
+        return
     if json_:
         echo_json(found.entity)
         return

@@ -211,6 +211,13 @@
     ], { pin: pin, target: target });
   }
 
+  var retired = new Set(data.retired || []);
+  function absentText(oid) {
+    // Retired by `kindling gc`: its summary keeps it, git history holds the file.
+    return retired.has(oid) ? "retired observation " + oid + " (kindling show " + oid +
+      " names the commit that holds it)" : "missing observation " + oid;
+  }
+
   function showCapsule(cap) {
     var sum = cap.summaryId ? byId.get(cap.summaryId) : undefined;
     var sumList = el("ol", "entities");
@@ -223,7 +230,7 @@
       var frag = document.createDocumentFragment();
       for (; shown < end; shown++) {
         var row = rowOf.get(ids[shown]);
-        frag.appendChild(row === undefined ? el("li", "empty", "missing observation " + ids[shown])
+        frag.appendChild(row === undefined ? el("li", "empty", absentText(ids[shown]))
                                            : obsCard(row, true));
       }
       members.appendChild(frag);
