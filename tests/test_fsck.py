@@ -290,3 +290,37 @@ def test_unreadable_index_is_rebuilt(store_dir):
     assert result.exception is None or isinstance(result.exception, SystemExit)
     assert result.exit_code == 0, result.output
     assert run_fsck(store_dir).exit_code == 0
+
+
+# ---------------------------------------------------------------- retention
+
+
+def test_capsules_naming_retired_observations_are_clean(tmp_path):
+    from test_gc import retired_of, team_store
+
+    from kindling.retention import gc
+
+    b, sessions = team_store(tmp_path / ".kindling")
+    gc(b.store, confirm=True)
+    assert not any(b.store.path_for("observations", i).exists() for i in retired_of(sessions))
+    report = fsck(b.store)
+    assert report.ok, report.as_dict()
+    assert run_fsck(b.store.root).exit_code == 0
+
+
+def test_a_bad_retention_policy_or_record_is_a_finding_left_alone(tmp_path):
+    root = tmp_path / ".kindling"
+    store = Store.create(root)
+    (root / "retention.json").write_text('{"keepDays": 0}')
+    (root / "retired").mkdir()
+    (root / "retired" / "0123456789abcdef.json").write_text('{"version": 1, "retired": [1]}')
+    report = fsck(store, fix=True)
+    assert [(p.path, p.check, p.fixed) for p in report.problems] == [
+        ("retired/0123456789abcdef.json", "parse", None),
+        ("retention.json", "invalid", None),
+    ]
+    assert report.problems[1].reason == (
+        "retention policy: keepDays must be an integer from 1 to 3650"
+    )
+    assert (root / "retention.json").read_text() == '{"keepDays": 0}'
+    assert run_fsck(root).exit_code == 1

@@ -14,6 +14,7 @@ from kindling.fileio import is_temp_name
 from kindling.fsck.files import STALE_TEMP_SECONDS, FileChecker
 from kindling.fsck.index_check import index_problems
 from kindling.fsck.report import CHECKS, FIXABLE, Finding, FsckReport
+from kindling.fsck.retention_check import retention_problems
 from kindling.progress import ProgressFactory
 from kindling.store import Store
 
@@ -47,6 +48,7 @@ def fsck(
     checker.walk()
     checker.walk_outside_objects()
     checker.cross_checks()
+    checker.report.problems.extend(retention_problems(store))
     if check_index:
         step = progress("Checking index", 1) if progress else None
         checker.report.problems.extend(index_problems(store, fix=fix))
