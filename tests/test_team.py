@@ -205,11 +205,11 @@ def test_a_team_never_stops_a_pull_and_ends_with_the_same_memory(team):
     target = sorted(ana.observation_ids())[0]
     with ana.memory() as memory:
         memory.pin("observation", target, note="keep this")
-    with ben.memory() as memory:
-        ben.pull()
+    cho.pull()  # cho never ran git-setup: the two pins merge as text, being the same bytes
+    with cho.memory() as memory:
         memory.pin("observation", target, note="keep this")
     ana.sync()
-    ben.sync()
+    cho.sync()
     # ben pulls mid-session with uncommitted memory (autostash), then switches branches.
     ben.at(T0 + 2 * HOUR)
     git("branch", "feature", cwd=ben.path)  # made before this session's capsule existed
@@ -231,6 +231,11 @@ def test_a_team_never_stops_a_pull_and_ends_with_the_same_memory(team):
     # ana works and pulls with rebase mid-session, changes uncommitted (autostash).
     ana.at(T0 + 3 * HOUR)
     ana.session("ana-2", "Tidy the settings page", end=False)
+    ana.commit()  # a local commit to rebase, and then tracked files changed by the hooks
+    ana.work("ana-2", "Tidy the settings page: the form labels")
+    dev.session("dev-2b", "Note the export limits in the FAQ")
+    dev.sync()
+    assert git("diff", "--quiet", cwd=ana.path, check=False).returncode  # dirty mid-session
     ana.pull()
     ana.send("SessionEnd", "ana-2", reason="prompt_input_exit")
     ana.sync()
@@ -239,29 +244,39 @@ def test_a_team_never_stops_a_pull_and_ends_with_the_same_memory(team):
         clone.pull()
     dev.at(T0 + 6 * HOUR)
     dev.session("dev-3", "Add a progress bar to the export")
+    with dev.memory() as memory:
+        assert memory.open_session_capsule("dev-crash") is None  # its owner closed it
+    # dev leaves a session open and pushed, and comes back to it only a week later.
+    dev.send("SessionStart", "dev-long", source="startup")
+    dev.work("dev-long", "Stream the export instead of building it in memory")
     dev.sync()
     ben.at(T0 + 7 * HOUR)
     ben.pull()
     ben.session("ben-3", "Bump the HTTP client")
     ben.sync()
     with ben.memory() as memory:
-        for session in ("ana-long", "cho-crash"):
+        for session in ("ana-long", "cho-crash", "dev-long"):
             assert memory.open_session_capsule(session) is not None  # maybe alive: left alone
     for clone in team:
         clone.pull()
-    # A week and more later: ben and dev (who did not pull first) both close the abandoned
-    # capsules, with the same bytes; ana takes up her long session again before pulling.
+    # A week and more later ben's session closes the abandoned capsules. ana takes up her
+    # long session again before pulling: her clone closes it as ben's did (and cho's and
+    # dev's), with the same bytes. dev pulls first, then takes up his.
     ben.at(T0 + 9 * DAY)
     ben.session("ben-4", "Rotate the signing keys")
-    dev.at(T0 + 9 * DAY + HOUR)
-    dev.session("dev-4", "Fix the flaky export test")
     ben.sync()
-    dev.sync()
-    ana.at(T0 + 9 * DAY + 2 * HOUR)
+    ana.at(T0 + 9 * DAY + HOUR)
     ana.send("SessionStart", "ana-long", source="resume")
     ana.work("ana-long", "Finish the permissions model: the team admin role")
     ana.send("SessionEnd", "ana-long", reason="prompt_input_exit")
     ana.sync()
+    dev.at(T0 + 9 * DAY + 2 * HOUR)
+    dev.pull()
+    dev.send("SessionStart", "dev-long", source="resume")
+    dev.work("dev-long", "Finish streaming the export: back-pressure")
+    dev.send("SessionEnd", "dev-long", reason="prompt_input_exit")
+    dev.session("dev-4", "Fix the flaky export test")
+    dev.sync()
     # Everyone pulls until nothing moves, then one more round.
     for _ in range(2):
         for clone in team:
@@ -294,28 +309,29 @@ def test_a_team_never_stops_a_pull_and_ends_with_the_same_memory(team):
         made = memory.list("observations", scope={"sessionId": "ben-branch"}, limit=None)
     assert len(made) > 6 and {o["id"] for o in made} <= set(ben_branch[0]["observationIds"])
 
-    # ana's long session: the abandoned capsule keeps its digest; the owner's capsule, which
-    # goes on from it, holds all of the session and ends with her own summary, the latest.
-    long = sorted(
-        (c for c in capsules if c["scopeIds"]["sessionId"] == "ana-long"),
-        key=lambda c: c["openedAt"],
-    )
-    assert len(long) == 2
+    # The long sessions (ana took hers up before pulling, dev after): the abandoned capsule
+    # keeps its digest; the owner's capsule, which goes on from it, holds all of the session
+    # and ends with the owner's own summary, the session's latest.
     said = {s["capsuleId"]: s for s in summaries}
-    assert "Interrupted" in said[long[0]["id"]]["content"]
-    assert "Interrupted" not in said[long[1]["id"]]["content"]
-    assert set(long[0]["observationIds"]) < set(long[1]["observationIds"])
-    assert said[long[1]["id"]]["ts"] > said[long[0]["id"]]["ts"]
+    sessions = {}
+    for capsule in sorted(capsules, key=lambda c: c["openedAt"]):
+        sessions.setdefault(capsule["scopeIds"]["sessionId"], []).append(capsule)
+    with ana.memory() as memory:
+        for session, last_task in (("ana-long", "team admin role"), ("dev-long", "back-pressure")):
+            digest, owners = sessions[session]
+            assert "Interrupted" in said[digest["id"]]["content"]
+            assert "Interrupted" not in said[owners["id"]]["content"]
+            assert last_task in said[owners["id"]]["content"]
+            assert said[owners["id"]]["ts"] > said[digest["id"]]["ts"]
+            made = memory.list("observations", scope={"sessionId": session}, limit=None)
+            assert set(digest["observationIds"]) < {o["id"] for o in made}
+            assert {o["id"] for o in made} == set(owners["observationIds"])
 
     # Crashed sessions: dev's closed by its owner hours later, cho's as abandoned a week on.
-    closed_at = {c["scopeIds"]["sessionId"]: c["closedAt"] for c in capsules}
-    assert closed_at["dev-crash"] < T0 + DAY
-    assert (
-        "Interrupted"
-        in said[[c for c in capsules if c["scopeIds"]["sessionId"] == "cho-crash"][0]["id"]][
-            "content"
-        ]
-    )
+    (dev_crash,) = sessions["dev-crash"]
+    (cho_crash,) = sessions["cho-crash"]
+    assert "Interrupted" in said[dev_crash["id"]]["content"]
+    assert "Interrupted" in said[cho_crash["id"]]["content"]
 
     # Two people pinned one observation: one pin, and search shows it once.
     pins = load_all(ana, "pins")
