@@ -38,8 +38,8 @@ from kindling.terminal import safe_text
     type=click.Choice(["kindling", "original"]),
     default="kindling",
     show_default=True,
-    help="kindling: this format (formats.txt); original: what the original Kindling "
-    "(TypeScript or Rust) imports.",
+    help="kindling: this format (docs/formats.md; JSON Schemas in kindling/schemas/); "
+    "original: what the original Kindling (TypeScript or Rust) imports.",
 )
 @scope_options
 @click.option(
