@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -47,16 +48,20 @@ class Memory:
         cwd: str | os.PathLike | None = None,
         autowatch: bool = False,
         settings: Settings | None = None,
+        index_budget_s: float | None = None,
     ) -> None:
         """Open a store: `store`, else KINDLING_STORE, else the nearest `.kindling/`.
 
         With `autowatch`, a read that had to walk a big store starts a background watcher
         for the next ones (kindling.watch.daemon), as `settings` allow; never otherwise.
-        `settings` default to what the environment says now.
+        `settings` default to what the environment says now. With `index_budget_s`, bringing
+        the index up to date stops about that many seconds from now, and reads answer from
+        what it holds then (`indexing` says what is missing).
         """
         self.settings = settings if settings is not None else Settings.from_environ()
         self.store = Store.open(locate(store if store is not None else self.settings.store, cwd))
         self.autowatch = autowatch
+        self._deadline = None if index_budget_s is None else time.monotonic() + index_budget_s
         self._index: Index | None = None
         # Inside batch(), the first sync serves every lookup that follows.
         self._batch_sync: SyncReport | None = None
@@ -88,7 +93,7 @@ class Memory:
         if self._index is None:
             from kindling.index import Index
 
-            self._index = Index(self.store)
+            self._index = Index(self.store, deadline=self._deadline)
         return self._index
 
     def close(self) -> None:
@@ -122,8 +127,27 @@ class Memory:
         if self.autowatch and index.walked and not index.watcher:
             from kindling.watch.daemon import maybe_start
 
+            # A watcher's first reconcile also finishes an index still being built.
             maybe_start(self.store, index.watch_lock_path, index.walked, self.settings)
         return report
+
+    def indexing(self) -> dict | None:
+        """None when the index holds every file as of the last sync; else what is missing:
+        {"indexed": entities indexed, "pending": files it lacks still (0: not known), "watcher": pid
+        of the watcher filling it, or None}."""
+        report = self._last_sync
+        pending = report.missing if report is not None else 0
+        index = self.index
+        if not pending and not index.building:
+            return None
+        from kindling.watch.daemon import running_pid
+
+        indexed = sum(index.counts()[t] for t in ENTITY_TYPES)
+        return {
+            "indexed": indexed,
+            "pending": pending,
+            "watcher": running_pid(index.watch_lock_path),
+        }
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[Memory]:

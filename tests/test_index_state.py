@@ -18,6 +18,8 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invar
 
 from kindling import canonical
 from kindling.index import Index, fsclock
+from kindling.index import sync as sync_module
+from kindling.index.db import remove_index_files
 from kindling.search.retrieve import retrieve
 from kindling.store import Store
 
@@ -248,6 +250,26 @@ class IndexMachine(RuleBasedStateMachine):
     @rule()
     def rebuild(self):
         check_counts(self.index.rebuild())
+
+    @rule(chunk=st.integers(1, 3), anew=st.booleans())
+    def stopped_sync(self, chunk, anew):
+        """A sync stopped at its deadline after one chunk (a hook's time budget), perhaps the
+        first of an index built from nothing (a fresh clone, a killed build): what it
+        applied stays and the next syncs go on from there."""
+        if anew:
+            path = self.index.path
+            self.index.close()
+            remove_index_files(path)
+            self.index = Index(self.store, deadline=0.0)  # only created: nothing read yet
+            assert self.index.building
+        saved = sync_module.DEADLINE_CHUNK
+        sync_module.DEADLINE_CHUNK = chunk
+        self.index.deadline = 0.0  # long past: one chunk, then stop
+        try:
+            check_counts(self.index.sync())
+        finally:
+            self.index.deadline = None
+            sync_module.DEADLINE_CHUNK = saved
 
     @invariant()
     def lookups_never_fail(self):

@@ -24,6 +24,10 @@ from kindling.repo_identity import RepoIdentity
 # The session-start context stays under this many characters (Claude Code caps added context
 # near 10,000); recalled memories for one prompt under RECALL_MAX_CHARS (~600 tokens).
 MAX_CONTEXT_CHARS = 8_000
+# Seconds a hook spends bringing the index up to date before it answers from what the index
+# holds (a fresh clone's first hooks, a big pull): well inside the shortest hook timeout
+# (10 s), with room for one more chunk of files, the search and Python's start.
+INDEX_BUDGET_S = 3.0
 RECALL_MAX_CHARS = 2_400
 CONTEXT_SUMMARIES = 3
 CONTEXT_PROBLEMS = 5
@@ -179,6 +183,9 @@ def session_context(
     now = now_ms()
     out = Section(max_chars - 160)  # room kept for the closing line
     out.add(f"# Kindling memory for {repo.id}")
+    note = indexing_note(memory)
+    if note is not None:
+        out.add(note)
     shown: set[str] = set()
     capsules = _listed(memory, "capsules", scopes, time_key="openedAt", limit=LOOK_BACK)
     found = latest_interrupted(memory, capsules, session_id, now)
@@ -264,7 +271,45 @@ class Recalled(NamedTuple):
     answered: float
 
 
+def indexing_note(memory) -> str | None:
+    """One line saying the memory is still being indexed (so an answer may miss some of it),
+    and what finishes it; None when the index holds every file."""
+    state = memory.indexing()
+    if state is None:
+        return None
+    left = f", {state['pending']:,} files to go" if state["pending"] else ""
+    if state["watcher"] is not None:
+        how = f"a background `kindling watch` (pid {state['watcher']}) is finishing it"
+    else:
+        how = "each Kindling command continues it, and `kindling reindex` finishes it"
+    return (
+        f"Note: memory is still being indexed ({state['indexed']:,} entries so far{left}); "
+        f"what follows may miss some of it; {how}."
+    )
+
+
 def prompt_recall(
+    memory,
+    repo: RepoIdentity,
+    session_id: str,
+    prompt: str,
+    already: set[str],
+    *,
+    max_chars: int = RECALL_MAX_CHARS,
+    agent: str | None = None,
+) -> tuple[str | None, list[str]]:
+    """What `recall` finds for a prompt, after a line saying so while memory is still being
+    indexed (then the agent is told even when nothing was found)."""
+    text, shown = recall(
+        memory, repo, session_id, prompt, already, max_chars=max_chars, agent=agent
+    )
+    note = indexing_note(memory)
+    if note is None:
+        return text, shown
+    return (note if text is None else f"{note}\n{text}"), shown
+
+
+def recall(
     memory,
     repo: RepoIdentity,
     session_id: str,

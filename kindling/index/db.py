@@ -141,7 +141,7 @@ class Index(IndexReader):
                 conn.execute("INSERT INTO meta(key, value) VALUES (?, '1')", (BUILDING,))
                 conn.execute(f"PRAGMA user_version = {schema.SCHEMA_VERSION}")
         if self.deadline is None:
-            self.sync(trust_watcher=False)
+            self._sync_once(False, None)
 
     @property
     def building(self) -> bool:
@@ -229,6 +229,14 @@ class Index(IndexReader):
         many files were stat'ed and `watcher` whether a watcher was running.
         """
         self._reopen_if_replaced()
+        if (
+            self.deadline is not None
+            and self.building
+            and handoff.watcher_alive(self.watch_lock_path)
+        ):
+            # A watcher is filling a new index: answer from what it holds, walk nothing.
+            self.walked, self.watcher = 0, True
+            return SyncReport(problems=self.problems())
         try:
             return self._sync_once(trust_watcher, types)
         except sqlite3.DatabaseError as exc:

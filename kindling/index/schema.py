@@ -34,6 +34,8 @@ class SyncReport:
     problems: list[Problem] = field(default_factory=list)
     # Files found changed but left for a later sync: this one stopped at its deadline.
     pending: int = 0
+    # Of those, the files the index has no row for at all (the rest it holds a copy of).
+    missing: int = 0
 
     def as_dict(self) -> dict:
         out = {

@@ -63,6 +63,7 @@ class SyncPlan:
     changed: list[tuple[str, str, os.stat_result]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     folders: dict[str, tuple[int, int | None] | None] = field(default_factory=dict)
+    new: set[str] = field(default_factory=set)  # changed files the index has no row for
     # The fan-out folders walked, or None for the whole store: only their problem files
     # were counted in `walked`.
     within: set[str] | None = None
@@ -215,8 +216,11 @@ class Syncer:
         racy = False
         for name, st in items:
             rel = f"{rel_folder}/{name}"
-            if pop(rel, None) != stat_key(st):
+            recorded = pop(rel, None)
+            if recorded != stat_key(st):
                 plan.changed.append((rel, etype, st))
+                if recorded is None:
+                    plan.new.add(rel)
             if st.st_mtime_ns >= recent or st.st_ctime_ns >= recent:
                 racy = True
         # Vanished files: a set difference against what is recorded, never a count.
@@ -240,7 +244,10 @@ class Syncer:
             quiet = self._walked_problems(problems, plan.within, ())
             return SyncReport(unchanged=plan.walked - quiet, problems=problems)
         removed = list(plan.removed)
-        changed = plan.changed
+        # Files the index lacks first: a sync stopped at its deadline then always makes
+        # progress, never spending its time re-reading files too recent to trust.
+        changed = sorted(plan.changed, key=lambda c: c[0] not in plan.new)
+        missing = len(plan.new)  # changed[:missing]: once applied by a full walk, none lacks
         totals: Counter[str] = Counter()
         many = len(changed) >= hashing.BULK_FILES  # a checkout or a pull: OpenSSL pays
         # In chunks, each its own transaction: a sync of a whole checkout or import never
@@ -268,20 +275,25 @@ class Syncer:
                         handoff.store_dirs(self.conn, dirs, racy_from, full=full)
                     if full:
                         sweep(self.conn, self._scrub)
-                        finish_building(self.conn)
+                if full and start + size >= missing:
+                    finish_building(self.conn)  # what is left is re-reads, as in any sync
             self._scrub.checkpoint()
             totals.update(done._asdict())
             del reads
             if not last and self.deadline is not None and time.monotonic() >= self.deadline:
+                # What it leaves that the index lacks (changed files it holds an older copy of).
                 pending = len(changed) - start - size
                 break
         counts = RowCounts(**totals)
         problems = self.problems()
-        changed_rels = {c[0] for c in plan.changed}
+        # Not walked, or not quiet: changed files, and vanished ones (a sync stopped at its
+        # deadline has not dropped their rows yet).
+        changed_rels = {c[0] for c in plan.changed}.union(plan.removed)
         quiet = self._walked_problems(problems, plan.within, changed_rels)
         unchanged = plan.walked - len(plan.changed) - quiet + counts.same
         report = SyncReport(counts.added, counts.updated, counts.removed, unchanged, problems)
         report.pending = pending
+        report.missing = max(0, min(pending, missing - (len(changed) - pending)))
         return report
 
     def _store_folders(self, records: dict[str, tuple[int, int | None] | None]) -> None:
