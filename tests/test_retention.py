@@ -468,3 +468,54 @@ def test_property_nothing_pinned_evidence_error_or_fix_is_ever_retired(
         gc(store, confirm=True)
     assert _tree(root) == _tree(copy)
     assert {p.stem for p in root.rglob("objects/observations/*/*.json")} == set(all_ids) - retired
+
+
+# ---------------------------------------------------------------- what a tool call records
+
+
+def _read_payload(project: Path, path: str, content: str, **file: int) -> dict:
+    return {
+        "session_id": "sess-read-1",
+        "cwd": str(project),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Read",
+        "tool_input": {"file_path": str(project / path), "offset": 40, "limit": 3},
+        "tool_response": {"type": "text", "file": {"content": content, **file}},
+        "tool_use_id": "toolu_read_1",
+    }
+
+
+def test_a_read_records_its_path_range_and_a_short_masked_head(project):
+    from kindling.agents.records import READ_HEAD_CHARS, tool_record
+
+    text = "".join(f"line {n} of the file\n" for n in range(40, 43))
+    record = tool_record(
+        "PostToolUse",
+        _read_payload(project, "src/app.py", text, startLine=40, numLines=3, totalLines=300),
+    )
+    assert record.content == (
+        "Read: src/app.py (lines 40-42 of 300)\nline 40 of the file\nline 41 of the file\n"
+        "line 42 of the file"
+    )
+    assert record.provenance["subject"] == "Read: src/app.py"  # what fixes are matched on
+    assert record.provenance["payload"] == {"tool_input": {"limit": 3, "offset": 40}}
+    big = tool_record("PostToolUse", _read_payload(project, "big.txt", "y" * 1_000_000))
+    assert len(big.content) < READ_HEAD_CHARS + 100
+    secret = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n"
+    masked = tool_record("PostToolUse", _read_payload(project, ".env", secret))
+    assert "wJalrXUtnFEMI" not in masked.content
+
+
+def test_a_read_is_found_by_its_path(project):
+    import json
+
+    from kindling.agents.hooks import run_hook
+    from kindling.memory import Memory
+
+    payload = _read_payload(project, "src/billing/invoices.py", '"""Invoice export."""\n')
+    result = run_hook("PostToolUse", json.dumps(payload).encode(), str(project / ".kindling"))
+    assert result.recorded is not None, result.message
+    with Memory(project / ".kindling") as memory:
+        found = memory.search("billing/invoices.py")
+        ids = [c["entity"]["id"] for c in found["candidates"]]
+    assert result.recorded in ids

@@ -137,6 +137,62 @@ def exit_code(error: str) -> int | str | None:
     return keep_int(found.group(1)) if found else None
 
 
+# What is already in the repository is recorded as a note and a short head, not copied: a
+# Read's file (its path, the lines read and the first lines), a search's matches, the body
+# of a file written whole.
+REPO_TOOLS = ("Read", "Grep", "Glob", "LS")
+MAX_REPO_OUTPUT_CHARS = 1_500
+MAX_WRITTEN_FILE_CHARS = 1_500
+READ_HEAD_LINES = 3
+READ_HEAD_CHARS = 240
+_LINE_NUMBER = re.compile(r"^ *\d+\t")
+
+
+def _int_of(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def read_note(what: str, tool_input: dict, response: Any) -> tuple[str, str]:
+    """(`Read: src/a.py (lines 40-120 of 300)`, the first lines read) for a file read."""
+    file = response.get("file") if isinstance(response, dict) else None
+    file = file if isinstance(file, dict) else {}
+    start = _int_of(file.get("startLine")) or _int_of(tool_input.get("offset")) or 1
+    count = _int_of(file.get("numLines"))
+    if count is None:
+        count = _int_of(tool_input.get("limit"))
+    total = _int_of(file.get("totalLines"))
+    if count:
+        span = f"lines {start}-{start + count - 1}" + (f" of {total}" if total else "")
+        what = f"{what} ({span})"
+    text = file.get("content") if isinstance(file.get("content"), str) else ""
+    head = [_LINE_NUMBER.sub("", line)[:160] for line in text.split("\n", READ_HEAD_LINES)]
+    return what, "\n".join(head[:READ_HEAD_LINES])[:READ_HEAD_CHARS].rstrip()
+
+
+def repo_output(response: Any) -> str:
+    """A repository search's matches: the matching lines, else the files, one a line."""
+    if isinstance(response, dict):
+        if isinstance(response.get("content"), str) and response["content"]:
+            return response["content"]
+        names = response.get("filenames")
+        if isinstance(names, list):
+            return "\n".join(text_of(n) for n in names)
+    return text_of(response)
+
+
+def _diff_limit(tool: str, response: Any) -> int:
+    """A file written whole is in the repository: its diff keeps a head and tail of it."""
+    created = not (isinstance(response, dict) and response.get("structuredPatch"))
+    return MAX_WRITTEN_FILE_CHARS if tool == "Write" and created else MAX_TOOL_OUTPUT_CHARS
+
+
+def _without(response: Any, keys: tuple[str, ...]) -> Any:
+    """A response with the fields the record's content already holds left out."""
+    if not isinstance(response, dict):
+        return None
+    return {k: v for k, v in response.items() if k not in keys}
+
+
 def tool_record(event: str, payload: dict) -> Record | None:
     """The observation a PostToolUse / PostToolUseFailure payload records (None for our own)."""
     tool = payload.get("tool_name")
@@ -173,30 +229,37 @@ def tool_record(event: str, payload: dict) -> Record | None:
         else:
             error_body = error
         body, was_cut = cut(relative_paths(error_body, root), MAX_TOOL_OUTPUT_CHARS)
-        raw["error"] = error
-        kind, content = "error", f"{what} -> {outcome}\n{body}"
+        kind, content = "error", f"{what} -> {outcome}\n{body}"  # the error text: in content
     elif tool == "Bash":
         prov["command"] = one_line(text_of(tool_input.get("command")), 2_000)
         prov["exitCode"] = 0
         output, was_cut = cut(relative_paths(_bash_output(response), root), MAX_TOOL_OUTPUT_CHARS)
-        raw["tool_response"] = response
+        raw["tool_response"] = _without(response, ("stdout", "stderr"))  # both in content
+        raw["tool_input"] = _without(tool_input, ("command",))  # in provenance.command
         kind, content = "command", f"{what} -> exit 0\n{output}"
     elif tool in FILE_TOOLS:
         diff, shown = file_diff(tool, tool_input, response, root)
         prov["file"] = shown
-        content, was_cut = cut(diff, MAX_TOOL_OUTPUT_CHARS)
-        raw["tool_input"] = {k: v for k, v in tool_input.items() if k == "file_path"}
+        content, was_cut = cut(diff, _diff_limit(tool, response))
+        raw = {}  # the file is provenance.file, the change is the content
         kind = "file_diff"
     else:
-        # A file read is noted, not copied: the file itself is in the repository.
-        body = "" if tool == "Read" else text_of(response)
-        output, was_cut = cut(relative_paths(body, root), MAX_TOOL_OUTPUT_CHARS)
-        if tool != "Read":
-            raw["tool_response"] = response
-        kind, content = "tool_call", f"{what}\n{output}"
+        # The response is in the content (a Read's file and a search's matches are in the
+        # repository, so only a note and a short head of them): never twice in provenance.
+        note, body = what, text_of(response)
+        if tool == "Read":
+            note, body = read_note(what, tool_input, response)
+            raw["tool_input"] = _without(tool_input, ("file_path",))  # in the subject
+        elif tool in REPO_TOOLS:
+            body = repo_output(response)
+        limit = MAX_REPO_OUTPUT_CHARS if tool in REPO_TOOLS else MAX_TOOL_OUTPUT_CHARS
+        output, was_cut = cut(relative_paths(body, root), limit)
+        kind, content = "tool_call", f"{note}\n{output}"
     if was_cut:
         prov["truncated"] = True
-    prov["payload"] = raw_payload(raw, root)
+    raw = {k: v for k, v in raw.items() if v not in (None, {}, "")}
+    if raw:
+        prov["payload"] = raw_payload(raw, root)
     return Record(kind, content.rstrip("\n"), prov)
 
 
