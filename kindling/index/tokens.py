@@ -52,6 +52,8 @@ def camel_parts(token: str) -> list[str]:
     """
     if token[:2] in ("0x", "0X"):
         return [token]
+    if token.isascii() and (token.islower() or token.isupper()):
+        return [token]  # one case throughout: no change to split at (most tokens)
     return [p for p in _CAMEL.split(token) if p]
 
 
