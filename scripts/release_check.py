@@ -191,7 +191,8 @@ def inspect_sdist(sdist: Path) -> None:
     step(f"inspect {sdist.name}")
     with tarfile.open(sdist) as tf:
         names = [n.split("/", 1)[1] for n in tf.getnames() if "/" in n]
-    missing = [m for m in SDIST_MUST_HOLD if not any(n == m or n.startswith(f"{m}/") for n in names)]
+    held = set(names) | {n.rsplit("/", i)[0] for n in names for i in range(1, n.count("/") + 1)}
+    missing = [m for m in SDIST_MUST_HOLD if m not in held]
     if missing:
         raise Failed(f"the sdist lacks {missing}")
     stray = sorted({bad for bad in SDIST_MUST_NOT_HOLD for n in names if bad in "/" + n})
@@ -282,8 +283,7 @@ def no_ensurepip(source: Path, work: Path) -> None:
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("")
     (fake / "__main__.py").write_text(
-        "import sys\n"
-        "sys.exit('ensurepip is disabled in Debian/Ubuntu for the system python.')\n"
+        "import sys\nsys.exit('ensurepip is disabled in Debian/Ubuntu for the system python.')\n"
     )
     target = work / "debian-venv"
     env = clean_env(PYTHONPATH=str(fake.parent))
