@@ -232,7 +232,9 @@ def plant_everywhere(store_dir: Path) -> dict[str, str]:
         memory.close_capsule(cap, summary=f"it was {SECRET}", evidence=[clean])
         summary = memory.get(cap).entity["summaryId"]
         pin = memory.pin("observation", clean, note=f"see {SECRET}").entity["id"]
-        keep = memory.pin("observation", clean, note="keep this").entity["id"]
+        # Another pin of it (pinning again with the same scope is the same pin).
+        keep = memory.pin("observation", clean, note="keep this", scope={"repoId": "r"})
+        keep = keep.entity["id"]
     # A copy that came in behind the index's back (a pull, an editor), in the wrong folder.
     pulled = {
         "id": "o-pulled",

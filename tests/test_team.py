@@ -439,10 +439,18 @@ def test_a_git_switch_mid_session_brings_the_capsule_file_back_on_that_branch(
     assert _session_capsules(tmp_path, "s-1") == []  # the branch predates the capsule
     _bash(tmp_path, "s-1", "make two")
     (back,) = _session_capsules(tmp_path, "s-1")
-    assert back["status"] == "open" and len(back["observationIds"]) == 1  # "make two"
+    assert back["status"] == "open"
+    # As main's commit held it (its records' files stay on main), then this branch's record.
+    git(*env, "add", "-A", cwd=tmp_path)
+    git(*env, "commit", "-m", "on other", cwd=tmp_path)
+    git("switch", "main", cwd=tmp_path)
+    (on_main,) = _session_capsules(tmp_path, "s-1")
+    assert back["observationIds"][:-1] == on_main["observationIds"]
+    assert len(on_main["observationIds"]) == 2  # the start and "make one"
+    git("switch", "other", cwd=tmp_path)
     with Memory(tmp_path / ".kindling") as memory:
-        two = memory.list("observations", scope={"sessionId": "s-1"}, limit=None)
-    assert [o["id"] for o in two] == back["observationIds"]
+        here = memory.list("observations", scope={"sessionId": "s-1"}, limit=None)
+    assert [o["id"] for o in here] == back["observationIds"][-1:]  # "make two"
 
 
 def test_a_paused_session_whose_capsule_was_closed_goes_on_in_one_holding_its_records(

@@ -3,8 +3,8 @@
 Each clone that opens a session's capsule notes it in the store's state folder
 (kindling.statedir: `<git dir>/kindling/<key>/sessions/`), never in the work tree, so the note
 is this clone's alone and never travels with a push. It says which capsules the session had
-here, a copy of the latest one (to bring its file back when a `git switch` takes it away) and
-whether the session ended here. Teammates see the same capsule without the note: they leave a
+here, which is the latest, and whether the session ended here: ids only, no words of the
+memory. Teammates see the same capsule without the note: they leave a
 capsule that may still be alive to its owner (kindling.agents.digest).
 
 The folder is outside the work tree but still only read as data: bounded, parsed, checked.
@@ -19,7 +19,7 @@ from typing import NamedTuple
 from kindling import canonical, hashing
 from kindling.errors import KindlingError
 from kindling.fileio import read_regular
-from kindling.model import entity_errors, is_valid_id
+from kindling.model import is_valid_id
 
 DIRNAME = "sessions"
 MAX_NOTE_BYTES = 256 * 1024
@@ -29,9 +29,9 @@ MAX_OWNED = 1000  # capsule ids kept per session: far more than any session open
 class Owned(NamedTuple):
     """This clone's note about one session."""
 
-    capsule: dict  # the latest capsule this clone opened for it, as last written here
+    capsule_id: str  # the latest capsule this clone opened for it
     owned: tuple[str, ...]  # every capsule id this clone opened for the session
-    ended: bool  # the session's SessionEnd closed `capsule` here
+    ended: bool  # the session's SessionEnd closed `capsule_id` here
 
 
 def _path(store, session_id: str) -> Path:
@@ -45,19 +45,20 @@ def recall(store, session_id: str) -> Owned | None:
         data = canonical.decode(raw) if raw else None
     except (OSError, canonical.DecodeError, KindlingError):
         return None
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or not isinstance(data.get("owned"), list):
         return None
-    capsule, owned = data.get("capsule"), data.get("owned")
-    if entity_errors("capsules", capsule) or not isinstance(owned, list):
+    ids = tuple(i for i in data["owned"] if is_valid_id(i))
+    latest = data.get("capsuleId")
+    if latest not in ids:
         return None
-    ids = tuple(i for i in owned if is_valid_id(i))
-    if capsule.get("scopeIds", {}).get("sessionId") != session_id or capsule["id"] not in ids:
-        return None
-    return Owned(capsule, ids, data.get("ended") is True)
+    return Owned(latest, ids, data.get("ended") is True)
 
 
 def remember(store, capsule: dict, *, ended: bool = False) -> None:
-    """Note that this clone runs (or ended) `capsule`'s session; best effort, never raises."""
+    """Note that this clone runs (or ended) `capsule`'s session; best effort, never raises.
+
+    Only ids go in the note, never words of the memory: forgetting need not look here.
+    """
     session = capsule.get("scopeIds", {}).get("sessionId")
     if not isinstance(session, str):
         return
@@ -65,7 +66,7 @@ def remember(store, capsule: dict, *, ended: bool = False) -> None:
     owned = list(before.owned) if before else []
     if capsule["id"] not in owned:
         owned.append(capsule["id"])
-    note = {"capsule": capsule, "ended": ended, "owned": owned[-MAX_OWNED:]}
+    note = {"capsuleId": capsule["id"], "ended": ended, "owned": owned[-MAX_OWNED:]}
     with contextlib.suppress(OSError, canonical.EncodeError):
         folder = store.ensure_state() / DIRNAME
         folder.mkdir(exist_ok=True)

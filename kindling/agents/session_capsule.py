@@ -4,9 +4,10 @@ A session records into one open capsule. Three things can take it away while the
 lives, and each is met here with what this clone knows of its own sessions
 (kindling.agents.owned):
 
-- a `git switch` to a branch without the capsule's file: the file is written back as this
-  clone last wrote it, so the branch holds the capsule and the records go on joining it
-  (merging the branches later unites its member lists, kindling.git.merge);
+- a `git switch` to a branch without the capsule's file: the file is written back as the
+  branch checked out before held it (git took it away only because it was committed there),
+  so this branch holds the capsule and the records go on joining it (merging the branches
+  later unites its member lists: kindling.git.merge);
 - the capsule was closed while the session was paused (by this clone after STALE_AFTER_MS,
   or by a teammate once it was abandoned): the session goes on in a new capsule that starts
   with the first one's records, so the summary its owner ends it with covers all of it and
@@ -19,8 +20,11 @@ lives, and each is met here with what this clone knows of its own sessions
 from __future__ import annotations
 
 from kindling.agents import abandoned, digest, owned
+from kindling.agents.agent_ids import label
+from kindling.agents.intent import INTENT_WAITING
 from kindling.clock import now_ms
 from kindling.errors import KindlingError
+from kindling.model import entity_errors
 
 
 def session_capsule(memory, scope: dict, intent: str, *, starting: bool = False) -> dict:
@@ -49,17 +53,19 @@ def session_capsule(memory, scope: dict, intent: str, *, starting: bool = False)
 
 def taken_up(memory, session: str) -> dict | None:
     """The capsule this clone's session goes on in, when its own was taken away (its file
-    gone or closed while the session lived); None when this clone never ran the session or
-    it ended here."""
+    gone or closed while the session lived); None when this clone never ran the session, it
+    ended here, or its capsule cannot be found again."""
     note = owned.recall(memory.store, session)
     if note is None or note.ended:
         return None
-    current = memory.store.load("capsules", note.capsule["id"])
+    current = memory.store.load("capsules", note.capsule_id)
     if current is None:
-        restored = memory.restore_capsule(note.capsule)
-        if restored is None:
-            return memory.open_session_capsule(session)
-        return restored.entity
+        current = _committed(memory, note.capsule_id, session)
+        if current is None:
+            return None
+        if current["status"] == "open":
+            restored = memory.restore_capsule(current)
+            return restored.entity if restored else memory.open_session_capsule(session)
     if current["status"] == "open":
         return current
     other = memory.open_session_capsule(session)
@@ -78,6 +84,19 @@ def taken_up(memory, session: str) -> dict | None:
     return capsule
 
 
+def _committed(memory, capsule_id: str, session: str) -> dict | None:
+    """The capsule as the commit checked out before this one holds it: a `git switch` took
+    its file away only when it was committed there."""
+    from kindling.git.committed import committed_entity
+
+    found = committed_entity(memory.store.path_for("capsules", capsule_id))
+    if found is None or entity_errors("capsules", found) or found["id"] != capsule_id:
+        return None
+    if found["type"] != "session" or found["scopeIds"].get("sessionId") != session:
+        return None
+    return found
+
+
 def ensure(memory, scope: dict) -> None:
     """Before a record of a session this clone runs: make sure it has its capsule.
 
@@ -85,8 +104,13 @@ def ensure(memory, scope: dict) -> None:
     look-up of its session's capsule already (in `Memory.log`).
     """
     session = scope.get("sessionId")
-    if isinstance(session, str):
-        taken_up(memory, session)
+    if not isinstance(session, str) or taken_up(memory, session) is not None:
+        return
+    note = owned.recall(memory.store, session)
+    if note is not None and not note.ended and memory.open_session_capsule(session) is None:
+        # Its capsule cannot be found again (the file gone, no commit at hand): a new one.
+        waiting = f"{label(scope.get('agentId', ''))} session in {scope.get('repoId')}"
+        session_capsule(memory, scope, waiting + INTENT_WAITING)
 
 
 def remember(memory, capsule: dict, *, ended: bool = False) -> None:

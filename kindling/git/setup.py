@@ -25,7 +25,8 @@ def git(repo_dir: str | os.PathLike, *args: str, check: bool = True) -> bytes:
     """Run one git command in `repo_dir` and return its stdout; failures raise KindlingError."""
     try:
         proc = subprocess.run(
-            ["git", *args],
+            # The repository is untrusted: no fsmonitor command, no pager.
+            ["git", "-c", "core.fsmonitor=false", "--no-pager", *args],
             cwd=repo_dir,
             stdin=subprocess.DEVNULL,
             capture_output=True,
