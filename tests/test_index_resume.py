@@ -4,6 +4,7 @@ meanwhile a hook answers from the index it has and says that memory is still bei
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import subprocess
@@ -205,3 +206,26 @@ def test_a_prompt_is_told_memory_is_being_indexed_even_when_nothing_is_recalled(
     result = run_hook("UserPromptSubmit", json.dumps(prompt).encode(), str(store.root))
     assert result.message is None, result.message
     assert _context(result).startswith("Note: memory is still being indexed (")
+
+
+def test_a_hook_leaves_a_new_index_to_the_watcher_filling_it(store_dir):
+    store = Store(store_dir)
+    fill(store, 25)
+    Index(store, deadline=0.0).close()  # created, nothing read: as a fresh clone's first hook
+    with Memory(store_dir, index_budget_s=30.0) as memory:
+        lock_path = memory.index.watch_lock_path
+        lock = open(lock_path, "w")  # noqa: SIM115 - held for the test: a watcher at work
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            lock.write(f"{os.getpid()} token\n")
+            lock.flush()
+            memory.sync()
+            assert memory.index.walked == 0  # it read nothing: the watcher is filling it
+            state = memory.indexing()
+            assert state == {"indexed": 0, "pending": 0, "watcher": os.getpid()}
+            assert f"(pid {os.getpid()}) is finishing it" in context.indexing_note(memory)
+        finally:
+            lock.close()
+        memory.sync()  # the watcher is gone: the reader fills it itself
+        assert memory.indexing() is None
+        assert memory.index.counts()["observations"] == 25

@@ -141,7 +141,9 @@ def test_start_reconciles_publishes_and_stop_withdraws(store, make, events, tmp_
     assert seen["state"]["staleAfterMs"] > 0 and seen["state"]["heartbeatMs"] > 0
     assert [e["event"] for e in events] == ["start", "batch", "stop"]
     assert events[1]["mode"] == "reconcile" and events[1]["reason"] == "start"
-    assert events[1]["added"] == 0  # already indexed by the write... or by the first open
+    # There was no index: the watcher created it and filled it in its first reconcile, once
+    # it held the lock (readers meanwhile answer from it instead of filling it themselves).
+    assert events[1]["added"] == 1
     ix = look(store)
     assert ix.watcher_state() is None
     assert not index_folders.watcher_alive(ix.watch_lock_path)

@@ -273,7 +273,10 @@ class Watcher:
     def _open_index(self) -> Index:
         from kindling.index import Index
 
-        index = Index(self.store)
+        # A new index is only created here and filled by the first reconcile, once the lock
+        # is held: hooks then answer from it at once instead of filling it too.
+        index = Index(self.store, deadline=0.0)
+        index.deadline = None
         if index.watch_lock_path is None:
             index.close()
             raise KindlingError(
