@@ -49,9 +49,7 @@ def _validator(name: str):
     )
     schema = schemas.load(name)
     jsonschema.Draft4Validator.check_schema(schema)
-    return jsonschema.Draft4Validator(
-        {**schema, "id": schemas.file_name(name)}, registry=registry
-    )
+    return jsonschema.Draft4Validator({**schema, "id": schemas.file_name(name)}, registry=registry)
 
 
 VALIDATORS = {name: _validator(name) for name in schemas.NAMES}
