@@ -20,7 +20,13 @@ from kindling.masking.text import mask_text as mask_text_ungated
 sys.path.insert(0, str(Path(__file__).resolve().parent / "masking"))
 import masking_corpus  # noqa: E402  tests/masking/masking_corpus.py
 
-CORPUS = masking_corpus.load("corpus.txt")
+# The main corpus: the hand-written cases, the earlier held-back set (no longer blind) and the
+# generated cases (tests/masking/generate.py). heldback.txt is never loaded here.
+CORPUS = [
+    case
+    for name in ("corpus.txt", "heldout.txt", "generated.txt")
+    for case in masking_corpus.load(name)
+]
 BY_NAME = {case.name: case for case in CORPUS}
 
 GITHUB_TOKEN = "ghp_" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6"
@@ -75,10 +81,14 @@ EXACT = [
     # well-known token formats, wherever they appear
     (f"key {OPENAI_KEY} end", "key [REDACTED] end"),
     (f"using {ANTHROPIC_KEY}.", "using [REDACTED]."),
-    ("sk-abcdefghijklmnop", "[REDACTED]"),
+    ("sk-4fGh8Jk2Lm9Np3Qr7StV", "[REDACTED]"),
     (f"remote: {GITHUB_TOKEN}", "remote: [REDACTED]"),
-    ("gho_abcdefghijklmnopqrstuvwxyz0123", "[REDACTED]"),
-    ("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuv", "[REDACTED]"),
+    ("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", "[REDACTED]"),
+    (
+        "github_pat_11Ky9Pf34qY6Nb3wWD25RQ_4F5ZR3"
+        "qa7yEeeby3abP3E2Zs8IQ9Y7aJZqhB6baeCN6Zj4a3dDVhYRnKTbx",
+        "[REDACTED]",
+    ),
     (f"slack {SLACK_TOKEN}", "slack [REDACTED]"),
     (f"id {AWS_KEY_ID} in use", "id [REDACTED] in use"),
     ("ASIAY34FZKBOKMUTVV7A", "[REDACTED]"),
@@ -287,7 +297,8 @@ def test_text_without_secrets_is_unchanged(text):
 
 def test_corpus_has_every_secret_masked_and_every_look_alike_intact():
     score = masking_corpus.score(CORPUS, mask_text)
-    assert score.secrets >= 80 and score.keeps >= 80, score.line()
+    print(f"\nmain corpus: {score.line()}")
+    assert score.secrets >= 300 and score.keeps >= 300, score.line()
     report = (
         f"{score.line()}; missed {score.missed}; changed {score.changed}; inexact {score.inexact}"
     )

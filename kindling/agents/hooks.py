@@ -130,7 +130,7 @@ def prompt_submitted(memory, payload: dict, options: Options | None = None) -> H
         session_capsule.remember(memory, titled.entity)
     return HookResult(
         context=recalled,
-        message=_masked_note(written.masked),
+        message=_masked_note(written.masked + found.masked),
         recorded=written.entity["id"],
     )
 
@@ -165,7 +165,8 @@ def handle(memory, event: str, payload: dict, options: Options | None = None) ->
         return HookResult()
     session_capsule.ensure(memory, scope)  # its file may be gone with a `git switch`
     written = memory.log(found.content, kind=found.kind, scope=scope, provenance=found.provenance)
-    return HookResult(message=_masked_note(written.masked), recorded=written.entity["id"])
+    masked = written.masked + found.masked  # the record masks before cutting, the store after
+    return HookResult(message=_masked_note(masked), recorded=written.entity["id"])
 
 
 def run_hook(

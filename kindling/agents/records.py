@@ -17,7 +17,6 @@ from kindling.agents.agent_ids import label
 from kindling.agents.intake import keep_int
 from kindling.agents.payload import (
     agent_of,
-    cut,
     one_line,
     project_dir,
     raw_payload,
@@ -25,6 +24,7 @@ from kindling.agents.payload import (
     text_of,
 )
 from kindling.errors import KindlingError
+from kindling.masking import mask_json, mask_then_cut
 
 # Tool output, diffs and written file bodies keep this many characters (head and tail).
 MAX_TOOL_OUTPUT_CHARS = 4_000
@@ -40,6 +40,19 @@ class Record(NamedTuple):
     kind: str
     content: str
     provenance: dict
+    masked: int = 0  # secrets masked while the record was made (the store sees them masked)
+
+
+class _Cutter:
+    """Masks then cuts texts, counting what it masked (the `masked N secret(s)` notice)."""
+
+    def __init__(self, masked: int = 0) -> None:
+        self.masked = masked
+
+    def __call__(self, text: str, limit: int) -> tuple[str, bool]:
+        shown, count, was_cut = mask_then_cut(text, limit)
+        self.masked += count
+        return shown, was_cut
 
 
 def _rel(path: str, root: Path) -> str:
@@ -202,6 +215,10 @@ def tool_record(event: str, payload: dict) -> Record | None:
         return None  # Kindling's own MCP tools already are memory operations
     root = project_dir(payload)
     tool_input = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    # Masked as JSON first, so argument lists and credential keys inside it are masked in the
+    # record's text and subject as they are in the raw payload.
+    tool_input, masked_input = mask_json(tool_input)
+    cut = _Cutter(masked_input)
     what = subject(tool, tool_input, root)
     prov: dict[str, Any] = {
         "source": agent_of(payload),
@@ -260,7 +277,7 @@ def tool_record(event: str, payload: dict) -> Record | None:
     raw = {k: v for k, v in raw.items() if v not in (None, {}, "")}
     if raw:
         prov["payload"] = raw_payload(raw, root)
-    return Record(kind, content.rstrip("\n"), prov)
+    return Record(kind, content.rstrip("\n"), prov, cut.masked)
 
 
 # Prompts, assistant messages and compaction summaries keep this many characters.
@@ -278,13 +295,14 @@ _MESSAGES = {
 def message_record(event: str, payload: dict) -> Record | None:
     """The `message` a prompt, Stop, SubagentStop, compaction or notification records."""
     prov: dict[str, Any] = {"source": agent_of(payload), "hook": event}
+    cut = _Cutter()
     if event == "PreCompact":
         trigger = text_of(payload.get("trigger")) or "unknown"
         text = f"{label(prov['source'])} compacted its context (trigger: {trigger})."
         instructions = payload.get("custom_instructions")
         if isinstance(instructions, str) and instructions.strip():
             text += f" Instructions: {cut(instructions.strip(), 2_000)[0]}"
-        return Record("message", text, {**prov, "trigger": trigger})
+        return Record("message", text, {**prov, "trigger": trigger}, cut.masked)
     if event not in _MESSAGES:
         return None
     key, role = _MESSAGES[event]
@@ -303,4 +321,4 @@ def message_record(event: str, payload: dict) -> Record | None:
         prov["notificationType"] = text_of(payload.get("notification_type")) or "notification"
     if was_cut:
         prov["truncated"] = True
-    return Record("message", text, prov)
+    return Record("message", text, prov, cut.masked)

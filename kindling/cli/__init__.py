@@ -44,6 +44,7 @@ COMMANDS = {
     "hook": "agents:hook_cmd",
     "summarize": "agents:summarize_cmd",
     "watch": "watch:watch_cmd",
+    "mask": "mask:mask_cmd",
 }
 
 

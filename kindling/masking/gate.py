@@ -56,6 +56,34 @@ TRIGGERS = (
     "login",
     "mysql",
     "mariadb",
+    "cookie",
+    "sess",
+    "sid",
+    "hook",
+    "/bot",
+    "sig",
+    "psk",
+    "dsn",
+    "ldap",
+    "redis",
+    "sqlcmd",
+    "bcp ",
+    "zip",
+    "7z",
+    "mongo",
+    "openssl",
+    "smbclient",
+    "rpcclient",
+    "sqlplus",
+    "vault",
+    "machine",
+    "<add ",
+    "value=",
+    # Vendor tokens need no fragment here: each is a run of 24 or more token characters
+    # (_SHAPES below), but for these 20-character key ids.
+    "ltai",
+    "abia",
+    "acca",
 )
 
 # One character for one, so that positions found in the mapped text hold in the original:
@@ -71,8 +99,13 @@ _LOOK_ALIKES = {
 }
 CONFUSABLES = str.maketrans(_LOOK_ALIKES)
 
-# Discord bot tokens carry no fixed fragment: three dot-separated base64url parts.
-_DOTTED_TOKEN = re.compile(r"[A-Za-z0-9_-]{23}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}")
+# Shapes with no fixed fragment: Discord bot tokens (three dot-separated base64url parts), a
+# base64 or percent-encoded segment that may decode to a secret, a `.pgpass` line, a long
+# random run (a vendor token glued to other text).
+_SHAPES = re.compile(
+    r"[A-Za-z0-9_-]{23}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}|[A-Za-z0-9+/_-]{24}|%[0-9A-Fa-f]{2}"
+    r"|:(?:[0-9]{1,5}|\*):[^\s:]+:[^\s:]+:"
+)
 
 
 SHORT = 100  # characters: ids, paths and tool names, which recur across an import's entities
@@ -102,9 +135,7 @@ def remembered(fn: Callable[[str], _T]) -> Callable[[str], _T]:
 def might_hold_secret(text: str) -> bool:
     """False only when no masking pattern can match `text`."""
     lowered = (text if text.isascii() else text.translate(CONFUSABLES)).lower()
-    return any(fragment in lowered for fragment in TRIGGERS) or (
-        "." in text and _DOTTED_TOKEN.search(text) is not None
-    )
+    return any(fragment in lowered for fragment in TRIGGERS) or _SHAPES.search(text) is not None
 
 
 def json_might_hold_secret(value: object) -> bool:

@@ -33,7 +33,9 @@ _ATTACHED_P_COMMANDS = frozenset(
 
 def _is_credential_key(key: str) -> bool:
     name = key if key.isascii() else key.translate(CONFUSABLES)
-    return p.CREDENTIAL_KEY.compiled.search(name) is not None
+    return p.CREDENTIAL_KEY.compiled.search(name) is not None and not p.PAGINATION.compiled.search(
+        name
+    )
 
 
 def _whole(value: str) -> tuple[str, int]:

@@ -27,7 +27,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from kindling.masking import commands, context, custom, encoded, tokens
 from kindling.masking import patterns as p
+from kindling.masking import values as v
 from kindling.masking.gate import CONFUSABLES, MASK
 
 Span = tuple[int, int]
@@ -35,68 +37,6 @@ Span = tuple[int, int]
 
 def _view(text: str) -> str:
     return text if text.isascii() else text.translate(CONFUSABLES)
-
-
-def _is_code(view: str, start: int, end: int) -> bool:
-    """True when the bare value at view[start:end] reads as code or a placeholder."""
-    value = view[start:end]
-    if len(value) <= 2 or value.lower() in p.NOT_SECRETS:
-        return True
-    if (
-        p.REFERENCE.compiled.match(value)
-        or p.PLACEHOLDER.compiled.fullmatch(value)
-        or p.SHORT_NUMBER.compiled.fullmatch(value)
-    ):
-        return True
-    if p.CALL.compiled.match(value) or (
-        view.startswith(("(", "["), end)
-        and (p.NAME.compiled.fullmatch(value) or p.DOTTED_NAME.compiled.fullmatch(value))
-    ):
-        return True  # a call or a subscript
-    if p.DOTTED_NAME.compiled.fullmatch(value):
-        return True
-    if p.NAME.compiled.fullmatch(value):
-        # `api_key=api_key`, `password=db_password`: a variable named for what it holds.
-        key = p.CREDENTIAL_KEY.compiled.search(value)
-        if key and (
-            key.start() == 0
-            or value[key.start() - 1] in "_."
-            or (value[key.start() - 1].islower() and value[key.start()].isupper())
-        ):
-            return True
-    path = p.PATH.compiled.fullmatch(value)
-    return bool(path and (p.FILE_SUFFIX.compiled.search(value) or value == value.lower()))
-
-
-def _quoted_is_code(value: str) -> bool:
-    return (
-        not value
-        or bool(p.MASK_ONLY.compiled.fullmatch(value))
-        or bool(p.SCHEME_ONLY.compiled.fullmatch(value))
-        or bool(p.REFERENCE.compiled.match(value))
-        or bool(p.PLACEHOLDER.compiled.fullmatch(value))
-        or value.lower() in ("include", "omit", "same-origin")
-        # The quote that closes a string holding the key: `input("Password: ")`.
-        or (len(value) <= 3 and not any(c.isalnum() for c in value))
-    )
-
-
-# No code value runs this long: a longer one is masked whole. Besides, a value that reads as
-# code is searched again for the assignments inside it, so a long one would be searched
-# again and again (`${password=${password=...` over 100 KB).
-MAX_CODE_CHARS = 1_000
-
-
-def _value_span(view: str, m: re.Match[str]) -> Span | None:
-    group = m.lastgroup
-    if group is None or group == "masked":
-        return None
-    start, end = m.span(group)
-    if end - start > MAX_CODE_CHARS:
-        return start, end
-    if group == "bare":
-        return None if _is_code(view, start, end) else (start, end)
-    return None if _quoted_is_code(view[start:end]) else (start, end)
 
 
 def _indent_of_line(view: str, pos: int) -> int:
@@ -131,7 +71,7 @@ def _next_line_span(view: str, sep: int, start: int) -> Span | None:
         return None
     if end.group("cont") is not None:
         m = p.ASSIGNED_VALUE.compiled.match(view, end.end())  # `TOKEN=\\` then the value on its own
-        return _value_span(view, m) if m else None
+        return v.value_span(view, m) if m else None
     # YAML: a plain scalar indented under its key; `user: bob` below is a nested mapping.
     nxt = p.NEXT_LINE_VALUE.compiled.match(view, end.end())
     if nxt is None or nxt.group("value").endswith(":"):
@@ -139,7 +79,7 @@ def _next_line_span(view: str, sep: int, start: int) -> Span | None:
     if len(nxt.group("indent")) <= _indent_of_line(view, sep):
         return None
     m = p.ASSIGNED_VALUE.compiled.match(view, nxt.start("value"))
-    return _value_span(view, m) if m else None
+    return v.value_span(view, m) if m else None
 
 
 def _not_an_assignment(view: str, reversed_view: str, sep: int, key_start: int) -> bool:
@@ -149,6 +89,8 @@ def _not_an_assignment(view: str, reversed_view: str, sep: int, key_start: int) 
     name_start = key_start - (rest.end() - rest.start())
     if view.endswith("://", 0, name_start):
         return True  # `https://x-access-token:<token>@host`: the URL pattern masks the token
+    if p.PAGINATION.compiled.search(view[name_start:sep].rstrip(" \t\"'\\")):
+        return True  # `nextPageToken`, `page_token`: a place in a list
     # `arn:aws:secretsmanager:...:secret:prod/db`: a segment between colons names a type.
     return view[sep] == ":" and view.endswith(":", 0, name_start) and name_start == key_start
 
@@ -160,6 +102,7 @@ def _assignments(view: str, look: bool) -> Iterator[Span]:
     if not separators:
         return
     reversed_view, length = view[::-1], len(view)
+    yield from context.key_suffix_spans(view, reversed_view, look)
     # A hit in the reversed text ends at a separator; the value starts right after it.
     found = sorted(
         (length - m.start(), length - m.end())
@@ -173,12 +116,14 @@ def _assignments(view: str, look: bool) -> Iterator[Span]:
         sep = start - 1
         if _not_an_assignment(view, reversed_view, sep, key_start):
             continue
+        if view[key_start : key_start + 13].lower() == "authorization" and _has_scheme(view, start):
+            continue  # `Authorization: <scheme> <value>`: context.auth_headers keeps the scheme
         if view.startswith(">", start) and view[sep] == "=":
             start += 1  # `key => value`
         elif view.startswith("=", start) and view[sep] == ":":
             start += 1  # `key := value`
         m = p.ASSIGNED_VALUE.compiled.match(view, start)
-        span = _value_span(view, m) if m else None
+        span = v.value_span(view, m) if m else None
         if span is None and (m is None or m.lastgroup != "masked"):
             span = _next_line_span(view, sep, start)
         if span is not None:
@@ -186,165 +131,66 @@ def _assignments(view: str, look: bool) -> Iterator[Span]:
             done = span[1]
 
 
+_SCHEME = re.compile(r"[ \t]*[\"']?[A-Za-z][A-Za-z0-9._-]*[ \t]+[^\s\"'`\\]")
+
+
+def _has_scheme(view: str, start: int) -> bool:
+    return _SCHEME.match(view, start) is not None
+
+
 def _flags(view: str, look: bool) -> Iterator[Span]:
     for m in p.FLAG.finditer(view, look):
-        if p.CREDENTIAL_KEY.compiled.search(m.group("name")):
-            span = _value_span(view, m)
-            if span:
-                yield span
-
-
-def _group_spans(
-    view: str,
-    look: bool,
-    patterns: tuple[p.Lazy, ...],
-    group: str | None = None,
-    code: bool = False,
-) -> Iterator[Span]:
-    """The span of `group` (or of whichever group matched) in each match of `patterns`.
-
-    With `code`, a value that reads as code or a placeholder (`$PASS`, `X`) is left alone.
-    """
-    for pattern in patterns:
-        for m in pattern.finditer(view, look):
-            name = group or m.lastgroup
-            if not name or not m.group(name) or m.group(name) == MASK:
-                continue
-            start, end = m.span(name)
-            if code and (
-                _quoted_is_code(view[start:end])
-                if name in ("sq", "dq")
-                else _is_code(view, start, end)
-            ):
-                continue
-            yield start, end
-
-
-def _pem_without_begin(view: str, look: bool) -> Iterator[Span]:
-    for m in p.PEM_END.finditer(view, look):
-        start = cur = m.start()
-        for _ in range(400):
-            brk = _break_before(view, cur)
-            if brk is None:
-                break
-            escaped = view.rfind("\\n", 0, brk)
-            line_start = max(view.rfind("\n", 0, brk) + 1, escaped + 2 if escaped >= 0 else 0)
-            line = view[line_start:brk].strip()
-            if p.PEM_LINE.compiled.fullmatch(line) or line.startswith(("Proc-Type:", "DEK-Info:")):
-                start = cur = line_start
-                continue
-            tail = p.PEM_TAIL.compiled.search(view, line_start, brk)
-            if tail:
-                start = tail.start()
-            break
-        yield start, m.end()
-
-
-def _break_before(view: str, pos: int) -> int | None:
-    """Where the line break that ends right at `pos` starts (a real or an escaped `\\n`)."""
-    if view.endswith("\n", 0, pos):
-        pos -= 1
-        return pos - 1 if view.endswith("\r", 0, pos) else pos
-    if view.endswith("\\n", 0, pos):
-        pos -= 2
-        return pos - 2 if view.endswith("\\r", 0, pos) else pos
-    return None
-
-
-def _commands(view: str, look: bool) -> Iterator[Span]:
-    for m in p.LOGIN_WORD.finditer(view, look):
-        if p.LOGIN_COMMAND.compiled.search(view, max(0, m.start() - 40), m.start()):
-            found = p.LOGIN_PASSWORD.compiled.match(view, m.end())
-            if found and found.group(found.lastgroup) != MASK:
-                start, end = found.span(found.lastgroup)
-                if found.lastgroup != "bare" or not _is_code(view, start, end):
-                    yield start, end
-    yield from _group_spans(view, look, (p.SSHPASS, *p.MYSQL), code=True)
-
-
-def _discord(view: str, look: bool) -> Iterator[Span]:
-    for m in p.DISCORD_TAIL.finditer(view, look):
-        head = p.DISCORD_HEAD.compiled.search(view, max(0, m.start() - 28), m.start())
-        if head and any(c.isdigit() for c in head.group()):
-            yield head.start(), m.end()
-
-
-def _telegram(view: str, look: bool) -> Iterator[Span]:
-    for m in p.TELEGRAM.finditer(view, look):
-        bot_id = p.TELEGRAM_ID.compiled.search(view, max(0, m.start() - 10), m.start())
-        if bot_id:
-            yield bot_id.start(), m.end()
-
-
-def _aws_secrets(view: str, look: bool) -> Iterator[Span]:
-    scanned = 0  # windows overlap: each stretch is searched once (less a key's length)
-    ids = sorted(
-        (m.start(), m.end()) for pattern in p.AWS_KEY_IDS for m in pattern.finditer(view, look)
-    )
-    for id_start, id_end in ids:
-        lo = max(0, id_start - p.AWS_NEAR, scanned - 40)
-        hi = min(len(view), id_end + p.AWS_NEAR)
-        for secret in p.AWS_SECRET.compiled.finditer(view, lo, hi):
-            yield secret.span()
-        scanned = hi
-    yield from _group_spans(view, look, (p.AWS_SECRET_LABEL,), "secret")
-
-
-def _basic(view: str, look: bool) -> Iterator[Span]:
-    # Basic credentials are base64 of `user:password`; prose after "Basic" does not decode so.
-    # A declined match is searched again one character on: "Basic Basic <credential>".
-    if look and not p.BASIC.may_match(view):
-        return
-    import base64  # here: most texts never say "Basic"
-    import binascii
-
-    pos = 0
-    while (m := p.BASIC.compiled.search(view, pos)) is not None:
-        value = m.group("secret")
-        try:
-            decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode()
-        except (binascii.Error, ValueError):
-            decoded = ""
-        if ":" in decoded and decoded.isprintable():
-            yield m.span("secret")
-            pos = m.end()
+        name = m.group("name")
+        if p.CREDENTIAL_KEY.compiled.search(name):
+            span = v.value_span(view, m)
+        elif name.lower().endswith("key") and not context.not_secret_key(name):
+            span = v.value_span(view, m, weak=name.lower() not in context.STRONG_KEY_FLAGS)
         else:
-            pos = m.start() + 1
+            continue
+        if span:
+            yield span
 
 
-def _token_char(char: str) -> bool:
-    return char.isascii() and (char.isalnum() or char in "_-")
+def labelled_spans(view: str, *, look: bool, decode: bool = True) -> Iterator[tuple[str, Span]]:
+    """Every secret in `view`, each with the kind of finding that recognised it."""
+    groups = (
+        ("credential name", _assignments(view, look)),
+        ("command-line option", _flags(view, look)),
+        ("command-line password", tokens.commands(view, look)),
+        ("command-line password", commands.command_passwords(view, look)),
+        ("command-line password", commands.config_set(view, look)),
+        (
+            "URL credentials",
+            tokens.group_spans(view, look, (p.CURL_USER, p.URL_CREDENTIALS), "secret", code=True),
+        ),
+        ("URL credentials", context.url_user_tokens(view, look)),
+        ("webhook URL", tokens.group_spans(view, look, (p.SLACK_WEBHOOK,), "secret")),
+        ("webhook URL", context.webhook_urls(view, look)),
+        ("HTTP authorization", tokens.group_spans(view, look, (p.BEARER,), "secret")),
+        ("HTTP authorization", tokens.basic(view, look)),
+        ("HTTP authorization", context.auth_headers(view, look)),
+        ("session cookie", context.cookies(view, look)),
+        ("vendor token", tokens.known_tokens(view, look)),
+        ("vendor token", tokens.telegram(view, look)),
+        ("AWS secret key", tokens.aws_secrets(view, look)),
+        ("private key", tokens.pem_without_begin(view, look)),
+        ("config file", context.xml_values(view, look)),
+        ("config file", context.credential_files(view, look)),
+        ("code credential", context.auth_calls(view, look)),
+        ("encoded secret", encoded.spans(view, look, find_spans) if decode else ()),
+        ("repository pattern", custom.spans(view) if custom.ACTIVE else ()),
+    )
+    for label, found in groups:
+        for span in found:
+            yield label, span
 
 
-def _known_tokens(view: str, look: bool) -> Iterator[Span]:
-    for pattern in p.KNOWN_TOKENS:
-        for m in pattern.finditer(view, look):
-            yield m.span()
-    for m in p.STRIPE.finditer(view, look):
-        start = m.start() - 1
-        if start >= 0 and view[start] in "sr" and (start == 0 or not _token_char(view[start - 1])):
-            yield start, m.end()
-    yield from _discord(view, look)
-
-
-def find_spans(view: str, *, look: bool) -> list[Span]:
+def find_spans(view: str, *, look: bool, decode: bool = True) -> list[Span]:
     """Every secret in `view` as merged, sorted spans.
 
     With `look`, a pattern runs only when `view` holds its literal.
     """
-    spans = [
-        *_assignments(view, look),
-        *_flags(view, look),
-        *_commands(view, look),
-        *_group_spans(view, look, (p.CURL_USER, p.URL_CREDENTIALS), "secret", code=True),
-        *_group_spans(view, look, (p.SLACK_WEBHOOK, p.BEARER), "secret"),
-        *_known_tokens(view, look),
-        *_telegram(view, look),
-        *_aws_secrets(view, look),
-        *_basic(view, look),
-        *_pem_without_begin(view, look),
-    ]
-    spans.sort()
+    spans = sorted(span for _, span in labelled_spans(view, look=look, decode=decode))
     merged: list[Span] = []
     for start, end in spans:
         if merged and start < merged[-1][1]:
@@ -384,8 +230,8 @@ def _mask_once(text: str, look: bool) -> tuple[str, int, list[tuple[int, bool]]]
     placed: list[tuple[int, bool]] = []
     shift = 0
     for start, end in spans:
-        touching = (start > 0 and _token_char(text[start - 1])) or (
-            end < len(text) and _token_char(text[end])
+        touching = (start > 0 and tokens.token_char(text[start - 1])) or (
+            end < len(text) and tokens.token_char(text[end])
         )
         placed.append((start - shift, touching))
         shift += (end - start) - len(MASK)

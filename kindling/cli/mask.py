@@ -1,0 +1,45 @@
+"""`kindling mask --check`: what a text would be stored as, without storing anything."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from kindling.cli.common import store_path
+
+
+@click.command("mask")
+@click.option("--check", "check_", is_flag=True, required=True, help="Show what would be stored.")
+@click.option("--json", "json_", is_flag=True, help="Print the result as JSON.")
+@click.argument("text", required=False)
+@click.pass_context
+def mask_cmd(ctx: click.Context, check_: bool, json_: bool, text: str | None) -> None:
+    """Show what TEXT (or stdin, when TEXT is `-` or absent) would be stored as.
+
+    Nothing is written. The store's .kindling/masking.json patterns, when there is a store,
+    apply as they would to a write.
+    """
+    from kindling import canonical
+    from kindling.errors import KindlingError
+    from kindling.masking import custom
+    from kindling.masking.check import check
+    from kindling.store import locate
+
+    if text is None or text == "-":
+        data = sys.stdin.buffer.read(64 * 1024 * 1024 + 1)
+        if len(data) > 64 * 1024 * 1024:
+            raise KindlingError("stdin is over 64 MiB")
+        text = data.decode("utf-8", "replace")
+    try:
+        custom.use(locate(store_path(ctx)))
+    except KindlingError:
+        custom.reset()  # no store here: Kindling's own masking only
+    result = check(text)
+    if json_:
+        out = {"stored": result.stored, "masked": result.masked, "kinds": result.kinds}
+        sys.stdout.buffer.write(canonical.encode(out))
+        return
+    click.echo(result.stored, nl=not result.stored.endswith("\n"))
+    kinds = ", ".join(f"{kind} {n}" for kind, n in result.kinds.items())
+    click.echo(f"masked {result.masked} secret(s)" + (f": {kinds}" if kinds else ""), err=True)
