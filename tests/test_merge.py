@@ -282,7 +282,7 @@ def test_capsule_merge_never_loses_a_member(base, extra_ours, extra_theirs, clos
 
 
 def test_a_capsules_summary_written_twice_keeps_the_later_one_in_every_clone():
-    from kindling.model import derived_id
+    from kindling.model import REDACTED_CONTENT, derived_id
 
     sid = derived_id("summaries", "cap_1")
     digest = {
@@ -298,6 +298,10 @@ def test_a_capsules_summary_written_twice_keeps_the_later_one_in_every_clone():
     owner["ts"] = 2000
     for ours, theirs in ((digest, owner), (owner, digest)):
         assert merge_entity("summaries", None, ours, theirs) == MergeResult(owner, [])
+    forgotten = {**digest, "content": REDACTED_CONTENT}
+    for ours, theirs in ((forgotten, owner), (owner, forgotten)):
+        kept = merge_entity("summaries", None, ours, theirs).merged
+        assert kept == {**owner, "content": REDACTED_CONTENT}  # forgotten stays forgotten
     random_ids = {**digest, "id": "sum_" + "a" * 32}
     clash = {**random_ids, "content": "other"}
     assert merge_entity("summaries", None, random_ids, clash).conflicts == ["content"]

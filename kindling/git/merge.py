@@ -231,6 +231,9 @@ def _settled(entity_type: str, ours: dict, theirs: dict, merged: dict, conflicts
     sides = sorted((ours, theirs), key=lambda side: (_int(side.get(key)), _bytes(side)))
     merged.clear()
     merged.update(copy.deepcopy(sides[-1]))
+    text = "content" if entity_type == "summaries" else "reason"
+    if sides[0].get(text) == REDACTED_CONTENT:
+        merged[text] = REDACTED_CONTENT  # forgotten on one side: forgotten
     return []
 
 
