@@ -64,6 +64,8 @@ SDIST_MUST_HOLD = [
     "scripts/gen_cli_reference.py",
     "docs/formats.md",
     "kindling/example/config.json",
+    ".ci/run",
+    ".github/workflows/publish.yml",
 ]
 SDIST_MUST_NOT_HOLD = ["__pycache__", "/.cache/", "index.sqlite", "bench/out/"]
 # Variables that would point a fresh environment back at the checkout or another store.
@@ -103,12 +105,21 @@ def run(cmd: list, *, cwd: Path | None = None, env: dict | None = None, input: s
 
 
 def copy_checkout(dest: Path) -> Path:
-    """The files git tracks or would track (uncommitted changes included), copied to `dest`."""
-    listed = run(
-        ["git", "-c", "core.fsmonitor=false", "ls-files", "-z", "-co", "--exclude-standard"],
-        cwd=ROOT,
-    ).stdout
-    for name in filter(None, listed.split("\0")):
+    """The files git tracks or would track (uncommitted changes included), copied to `dest`;
+    outside a git checkout (an unpacked sdist), every file but caches."""
+    if (ROOT / ".git").exists():
+        listed = run(
+            ["git", "-c", "core.fsmonitor=false", "ls-files", "-z", "-co", "--exclude-standard"],
+            cwd=ROOT,
+        ).stdout
+        names = list(filter(None, listed.split("\0")))
+    else:
+        names = [
+            p.relative_to(ROOT).as_posix()
+            for p in ROOT.rglob("*")
+            if not p.is_dir() and not {"__pycache__", ".cache"} & set(p.relative_to(ROOT).parts)
+        ]
+    for name in names:
         source = ROOT / name
         if not source.exists() and not source.is_symlink():
             continue  # deleted in the work tree, not yet in git
