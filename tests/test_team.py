@@ -290,6 +290,18 @@ def test_a_team_never_stops_a_pull_and_ends_with_the_same_memory(team):
         assert objects(clone) == first, f"{clone.name} differs from ana"
     everything = set().union(*(clone.recorded for clone in team))
     assert everything <= ana.observation_ids()
+    for clone in team:  # no commit, merge or rebase anywhere deleted an entity file
+        log = [
+            "log",
+            "--all",
+            "-m",
+            "--diff-filter=D",
+            "--name-only",
+            "--format=",
+            "--",
+            ".kindling",
+        ]
+        assert git(*log, cwd=clone.path).stdout.strip() == "", clone.name
 
     capsules = load_all(ana, "capsules")
     summaries = load_all(ana, "summaries")
