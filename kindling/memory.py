@@ -127,8 +127,10 @@ class Memory:
         if self.autowatch and index.walked and not index.watcher:
             from kindling.watch.daemon import maybe_start
 
-            # A watcher's first reconcile also finishes an index still being built.
-            maybe_start(self.store, index.watch_lock_path, index.walked, self.settings)
+            # A watcher's first reconcile also finishes an index still being built; a walk
+            # cut short at its deadline was of a store too big to walk in time.
+            walked = max(index.walked, self.settings.min_files) if index.stopped else index.walked
+            maybe_start(self.store, index.watch_lock_path, walked, self.settings)
         return report
 
     def indexing(self) -> dict | None:

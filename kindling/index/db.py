@@ -76,6 +76,7 @@ class Index(IndexReader):
         self._ino: int | None = None
         self.walked = 0  # files the last sync stat'ed
         self.watcher = False  # whether a watcher was running during the last sync
+        self.stopped = False  # whether its walk stopped at the deadline, short of some folders
         self._open()
 
     # ------------------------------------------------------------ opening
@@ -235,7 +236,7 @@ class Index(IndexReader):
             and handoff.watcher_alive(self.watch_lock_path)
         ):
             # A watcher is filling a new index: answer from what it holds, walk nothing.
-            self.walked, self.watcher = 0, True
+            self.walked, self.watcher, self.stopped = 0, True, False
             return SyncReport(problems=self.problems())
         try:
             return self._sync_once(trust_watcher, types)
@@ -253,7 +254,7 @@ class Index(IndexReader):
             report = syncer.sync_types(types)
         else:
             report = syncer.sync(trust_watcher=trust_watcher)
-        self.walked, self.watcher = syncer.walked, syncer.watcher
+        self.walked, self.watcher, self.stopped = syncer.walked, syncer.watcher, syncer.stopped
         return report
 
     def rebuild(self, *, progress: ProgressFactory | None = None) -> SyncReport:

@@ -49,6 +49,9 @@ CHUNK = 2_000  # files re-read and applied per write transaction
 # With a deadline, smaller transactions: a sync stops at the first chunk boundary past it.
 DEADLINE_CHUNK = 500
 BUILDING = "building"  # meta key: set while an index built from nothing is being filled
+# meta key: where the next walk cut short by a deadline starts, and how many folders walked in
+# a row before it left no file unindexed ('<folder number> <count>')
+CURSOR = "walk_cursor"
 
 # rebuild.py judges its rows with the same two tests as a sync.
 __all__ = ["RowCounts", "SyncPlan", "Syncer"]
@@ -103,6 +106,7 @@ class Syncer:
         self.transaction = transaction
         self.watch_lock = watch_lock
         self.walked = 0  # files the last sync stat'ed
+        self.stopped = False  # whether its walk stopped at the deadline, short of every folder
         self.watcher = False  # whether a watcher held the lock during the last sync
         # Files whose rows held words a forget took from the file (one that reached the file
         # but not the index, or one pulled in): scrubbed from the index as they were replaced.
@@ -149,8 +153,44 @@ class Syncer:
             handoff.mark_used(self.watch_lock)
             dirs = handoff.stat_dirs(self.paths.root)
         recorded = self._recorded_folders()
-        for rel_folder, path in buckets(self.paths.objects):
+        folders = buckets(self.paths.objects)
+        if self.deadline is not None:
+            return self._walk_until_deadline(plan, folders, recorded, dirs)
+        for rel_folder, path in folders:
             self._scan_folder(plan, rel_folder, path, recorded.pop(rel_folder, None))
+        for rel_folder in recorded:  # folders that are gone, with everything in them
+            self._scan_folder(plan, rel_folder, None, recorded[rel_folder])
+        self.walked = plan.walked
+        return self._reconcile(plan, dirs, full=True)
+
+    def _walk_until_deadline(
+        self, plan: SyncPlan, folders: list, recorded: dict, dirs: dict | None
+    ) -> SyncReport:
+        """A whole walk when it fits before the deadline; else the folders walked by then, each
+        reconciled as a folder-limited sync does, and the next such walk starts after them,
+        so that walks cut short in turn still cover the whole store."""
+        folders = sorted(folders)
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (CURSOR,)).fetchone()
+        first, clean = (int(v) for v in row[0].split()) if row else (0, 0)
+        first = first % len(folders) if folders else 0
+        order = folders[first:] + folders[:first]
+        for done, (rel_folder, path) in enumerate(order, 1):
+            self._scan_folder(plan, rel_folder, path, recorded.pop(rel_folder, None))
+            if done < len(order) and time.monotonic() >= self.deadline:
+                plan.within = {rel for rel, _ in order[:done]}
+                self.walked, self.stopped = plan.walked, True
+                report = self._reconcile(plan, None, full=False)
+                # Folders walked in a row whose every file the index now has: once they are
+                # all of them, an index being built holds every file.
+                clean = clean + done if not report.missing else 0
+                with self.transaction():
+                    self.conn.execute(
+                        "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                        (CURSOR, f"{(first + done) % len(folders)} {clean}"),
+                    )
+                    if clean >= len(folders):
+                        finish_building(self.conn)
+                return report
         for rel_folder in recorded:  # folders that are gone, with everything in them
             self._scan_folder(plan, rel_folder, None, recorded[rel_folder])
         self.walked = plan.walked
