@@ -48,10 +48,6 @@ _COOKIE_ATTRIBUTES = frozenset(
     ("path", "domain", "expires", "max-age", "samesite", "priority", "version", "comment")
 )
 
-# `STRIPE_KEY=...`, `"licenseKey": "..."`, `X-RapidAPI-Key: ...`: read back from the `key`.
-KEY_SUFFIX_REVERSED = tuple(
-    p.Lazy(sep + r"[ \t]*[\"']?\\?(?:yek|YEK|yeK)", literal=sep) for sep in "=:"
-)
 _NOT_SECRET_KEYS = re.compile(
     r"(?i)(?:^|[_.-]|(?<=[a-z])(?=[A-Z]))(?:public|pub|publishable|primary|foreign|sort|"
     r"partition|cache|hash|range|routing|idempotency|unique|index|lookup|object|row|map|"
@@ -93,38 +89,33 @@ def not_secret_key(name: str) -> bool:
     return _NOT_SECRET_KEYS.search(name) is not None
 
 
-def key_suffix_spans(view: str, reversed_view: str, look: bool) -> Iterator[Span]:
-    """Values under names that end in `key` and are not already credential names."""
+def key_suffix_span(view: str, reversed_view: str, start: int, key_end: int) -> Span | None:
+    """The value after a name that ends in `key` (at `key_end`) and is no credential name
+    by itself: every value under an environment-style name or a known kind of key
+    (`STRIPE_KEY`, `encryptionKey`), a random-looking one under any other."""
     length = len(view)
-    found = sorted(
-        (length - m.start(), length - m.end() + 3)
-        for pattern in KEY_SUFFIX_REVERSED
-        for m in pattern.finditer(reversed_view, look)
-    )
-    done = 0
-    for start, key_end in found:
-        if start < done:
-            continue  # the name is part of a value masked just before
-        name_match = p.NAME_CHARS.compiled.match(reversed_view, length - key_end)
-        name = view[key_end - (name_match.end() - name_match.start()) : key_end]
-        if not name or _NOT_SECRET_KEYS.search(name) or p.CREDENTIAL_KEY.compiled.search(name):
-            continue
-        if name.lower() in ("key", "-key", "--key") and view[start - 1] == ":":
-            weak = True  # `key: value` in YAML is anything; only a random value counts
-        else:
-            weak = not _ENV_NAME.fullmatch(name.lstrip("-").strip("\"'"))
-        value = p.ASSIGNED_VALUE.compiled.match(view, start)
-        span = v.value_span(view, value, weak=weak) if value else None
-        if span:
-            yield span
-            done = span[1]
+    name_match = p.NAME_CHARS.compiled.match(reversed_view, length - key_end)
+    name = view[key_end - (name_match.end() - name_match.start()) : key_end]
+    if not name or _NOT_SECRET_KEYS.search(name) or p.CREDENTIAL_KEY.compiled.search(name):
+        return None
+    if name.lower() in ("key", "-key", "--key") and view[start - 1] == ":":
+        weak = True  # `key: value` in YAML is anything; only a random value counts
+    else:
+        weak = not _ENV_NAME.fullmatch(name.lstrip("-"))
+    value = p.ASSIGNED_VALUE.compiled.match(view, start)
+    return v.value_span(view, value, weak=weak) if value else None
 
 
 def auth_headers(view: str, look: bool) -> Iterator[Span]:
     """`Authorization: <any scheme> <credentials>`: everything after the scheme."""
-    if not scan.has(view, "authorization"):
-        return
-    for m in AUTH_HEADER.compiled.finditer(view):
+    low = scan.lowered(view)
+    pos = low.find("authorization")
+    while pos >= 0:
+        m = AUTH_HEADER.compiled.match(view, max(0, pos - 6))
+        m = m or AUTH_HEADER.compiled.match(view, pos)
+        pos = low.find("authorization", pos + 1)
+        if m is None:
+            continue
         start, end = m.span("secret")
         text = view[start:end].rstrip(" \t")
         end = start + len(text)
@@ -143,9 +134,14 @@ def auth_headers(view: str, look: bool) -> Iterator[Span]:
 
 def cookies(view: str, look: bool) -> Iterator[Span]:
     """The values of session-like (or random-looking) cookies in a cookie header or flag."""
-    if not scan.has(view, "cookie") and "-b " not in view:
-        return
-    for m in COOKIE.compiled.finditer(view):
+    low = scan.lowered(view)
+    starts = []
+    for word, back in (("cookie", 4), ("-b ", 0), ("--cookie ", 0)):
+        pos = low.find(word)
+        while pos >= 0:
+            starts.append(pos - back if low.startswith("set-", pos - back) and back else pos)
+            pos = low.find(word, pos + 1)
+    for m in filter(None, (COOKIE.compiled.match(view, at) for at in sorted(set(starts)))):
         base = m.start("pairs")
         for pair in _COOKIE_PAIR.finditer(m.group("pairs")):
             name, value = pair.group("name"), pair.group("value")
@@ -162,17 +158,33 @@ XML_ELEMENT = p.Lazy(
     literal="</",
 )
 NAME_VALUE = p.Lazy(
-    r"(?:key|name|id)[ \t]*=[ \t]*(?P<q>[\"'])(?P<name>[^\"'\n]{1,80})(?P=q)"
+    r"(?<![A-Za-z0-9_-])(?:key|name|id)[ \t]*=[ \t]*(?P<q>[\"'])(?P<name>[^\"'\n]{1,80})(?P=q)"
     r"[ \t]+value[ \t]*=[ \t]*"
     r"(?P<q2>[\"'])(?P<value>[^\"'\n]*)(?P=q2)",
     literal="value",
 )
 
 
+_VALUE_WORD = re.compile(r"[\"'][ \t]+value[ \t]*=")
+_NAME_START = re.compile(r"(?:key|name|id)[ \t]*=[ \t]*[\"'][^\"'\n]{1,80}\Z")
+
+
+def _name_before(view: str, at: re.Match[str]) -> re.Match[str] | None:
+    """The `key="..." value="..."` pair whose `value=` is at `at`."""
+    head = _NAME_START.search(view, max(0, at.start() - 100), at.start())
+    return NAME_VALUE.compiled.match(view, head.start()) if head else None
+
+
 def xml_values(view: str, look: bool) -> Iterator[Span]:
     """`<password>X</password>` and `<add key="ApiToken" value="X"/>`."""
     for pattern, key in ((XML_ELEMENT, "tag"), (NAME_VALUE, "name")):
-        for m in pattern.finditer(view, look=True):
+        if pattern is NAME_VALUE:
+            if "value" not in view:
+                continue
+            found = (_name_before(view, at) for at in _VALUE_WORD.finditer(view))
+        else:
+            found = pattern.finditer(view, look=True)
+        for m in filter(None, found):
             name = m.group(key).rsplit(":", 1)[-1]
             strong = p.CREDENTIAL_KEY.compiled.search(name) is not None
             weak = not strong and name.lower().endswith("key") and not _NOT_SECRET_KEYS.search(name)
@@ -196,8 +208,8 @@ NETRC = p.Lazy(
 )
 _PORT_FIELD = re.compile(r":(?:[0-9]{1,5}|\*):")
 PGPASS = p.Lazy(
-    r"^[ \t]*(?:[A-Za-z0-9_.*-]+|\[[0-9a-fA-F:]+\]):(?:[0-9]{1,5}|\*):[A-Za-z0-9_.*-]+:"
-    r"[A-Za-z0-9_.@*-]+:(?P<secret>[^\s]+)[ \t]*$",
+    r"[ \t]*(?:[A-Za-z0-9_.*-]+|\[[0-9a-fA-F:]+\]):(?:[0-9]{1,5}|\*):[A-Za-z0-9_.*-]+:"
+    r"[A-Za-z0-9_.@*-]+:(?P<secret>[^\s]+)[ \t]*(?:\r?$)",
     re.MULTILINE,
 )
 
@@ -208,9 +220,16 @@ def credential_files(view: str, look: bool) -> Iterator[Span]:
         start, end = _inner(view, m.span("secret"))
         if _secret(view, (start, end)):
             yield start, end
-    if _PORT_FIELD.search(view) is None:
-        return
-    for m in PGPASS.compiled.finditer(view):
+    line_done = -1
+    for field in _PORT_FIELD.finditer(view):
+        if field.start() < line_done:
+            continue
+        line_start = view.rfind("\n", 0, field.start()) + 1
+        line_done = view.find("\n", field.end())
+        line_done = len(view) if line_done < 0 else line_done
+        m = PGPASS.compiled.match(view, line_start, line_done)
+        if m is None:
+            continue
         start, end = m.span("secret")
         if not v.quoted_is_code(view[start:end]) and not view[start:end].startswith("//"):
             yield start, end

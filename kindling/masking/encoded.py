@@ -107,19 +107,8 @@ def _decode64(segment: str) -> str | None:
 
 
 def _plausible(segment: str) -> bool:
-    if len(segment) > MAX_SEGMENT:
-        return False
-    upper = lower = digit = False
-    for c in segment:
-        if c.isupper():
-            upper = True
-        elif c.islower():
-            lower = True
-        elif c.isdigit():
-            digit = True
-        if upper and lower and digit:
-            return True
-    return upper and lower
+    """Base64 of text has both letter cases; hex digests and words in one case do not."""
+    return len(segment) <= MAX_SEGMENT and segment.lower() != segment != segment.upper()
 
 
 _SEGMENT = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")

@@ -80,7 +80,7 @@ TRIGGERS = (
     "<add ",
     "value=",
     # Vendor tokens need no fragment here: each is a run of 24 or more token characters
-    # (_SHAPES below), but for these 20-character key ids.
+    # (_RUN below), but for these 20-character key ids.
     "ltai",
     "abia",
     "acca",
@@ -99,13 +99,15 @@ _LOOK_ALIKES = {
 }
 CONFUSABLES = str.maketrans(_LOOK_ALIKES)
 
-# Shapes with no fixed fragment: Discord bot tokens (three dot-separated base64url parts), a
-# base64 or percent-encoded segment that may decode to a secret, a `.pgpass` line, a long
-# random run (a vendor token glued to other text).
-_SHAPES = re.compile(
-    r"[A-Za-z0-9_-]{23}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27}|[A-Za-z0-9+/_-]{24}|%[0-9A-Fa-f]{2}"
-    r"|:(?:[0-9]{1,5}|\*):[^\s:]+:[^\s:]+:"
-)
+# Shapes with no fixed fragment: a long run of token characters (a vendor token glued to
+# other text, a base64 segment that may decode to a secret, a Discord bot token's parts), a
+# percent escape, a `.pgpass` line's port field. Each is looked for only when the character
+# it needs is there.
+_RUN = re.compile(r"[A-Za-z0-9+/_-]{23}")
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_PORT_FIELD = re.compile(r":(?:[0-9]{1,5}|\*):")
+# All fragments in one pattern: one pass over the text instead of one per fragment.
+_FRAGMENTS = re.compile("|".join(re.escape(t) for t in sorted(TRIGGERS, key=len, reverse=True)))
 
 
 SHORT = 100  # characters: ids, paths and tool names, which recur across an import's entities
@@ -135,7 +137,12 @@ def remembered(fn: Callable[[str], _T]) -> Callable[[str], _T]:
 def might_hold_secret(text: str) -> bool:
     """False only when no masking pattern can match `text`."""
     lowered = (text if text.isascii() else text.translate(CONFUSABLES)).lower()
-    return any(fragment in lowered for fragment in TRIGGERS) or _SHAPES.search(text) is not None
+    return (
+        _FRAGMENTS.search(lowered) is not None
+        or (len(text) >= 23 and _RUN.search(text) is not None)
+        or ("%" in text and _ESCAPE.search(text) is not None)
+        or (":" in text and _PORT_FIELD.search(text) is not None)
+    )
 
 
 def json_might_hold_secret(value: object) -> bool:

@@ -125,7 +125,10 @@ _KEY_REVERSED = (
     rf"[ \t]*[\"']?\\?(?=[{_KEY_LAST_LETTERS}])"
     rf"(?:{_alternation(KEY_WORDS, reverse=True)}"
     rf"|(?:{_alternation(WORD_START_KEY_WORDS, reverse=True)})(?![A-Za-z0-9])"
-    rf"|{_SHORT_KEYS_REVERSED})"
+    rf"|{_SHORT_KEYS_REVERSED}"
+    # Last: any other name ending in `key` (`STRIPE_KEY`, `licenseKey`), which
+    # kindling.masking.context.key_suffix_span weighs.
+    r"|yek)"
 )
 # One pattern per separator: a pattern that starts with one literal character is found by a
 # fast scan, a character class is not.

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from kindling.masking import commands, context, custom, encoded, tokens
+from kindling.masking import commands, context, custom, encoded, scan, tokens
 from kindling.masking import patterns as p
 from kindling.masking import values as v
 from kindling.masking.gate import CONFUSABLES, MASK
@@ -102,7 +102,6 @@ def _assignments(view: str, look: bool) -> Iterator[Span]:
     if not separators:
         return
     reversed_view, length = view[::-1], len(view)
-    yield from context.key_suffix_spans(view, reversed_view, look)
     # A hit in the reversed text ends at a separator; the value starts right after it.
     found = sorted(
         (length - m.start(), length - m.end())
@@ -114,6 +113,14 @@ def _assignments(view: str, look: bool) -> Iterator[Span]:
         if start < done:
             continue  # the key is part of a value masked just before
         sep = start - 1
+        if view[key_start : key_start + 3].lower() == "key" and not view[key_start:sep].rstrip(
+            " \t\"'\\"
+        ).lower().endswith(("apikey", "accesskey", "secretkey", "privatekey", "accountkey")):
+            span = context.key_suffix_span(view, reversed_view, start, key_start + 3)
+            if span is not None:
+                yield span
+                done = span[1]
+            continue
         if _not_an_assignment(view, reversed_view, sep, key_start):
             continue
         if view[key_start : key_start + 13].lower() == "authorization" and _has_scheme(view, start):
@@ -151,38 +158,67 @@ def _flags(view: str, look: bool) -> Iterator[Span]:
             yield span
 
 
+_RUN = "\0run"  # stands for "a run of 20 token characters" (kindling.masking.scan.runs)
+# Each finder with the fragments (lower case) one of its matches must hold, and the least
+# length of a match; a short text runs only the finders it can feed (a finder also does its
+# own looking, so these only save calls).
+_FINDERS = (
+    ("credential name", ("=", ":"), 0, _assignments),
+    ("command-line option", ("--",), 0, _flags),
+    ("command-line password", ("login", "sshpass", "mysql", "mariadb"), 0, tokens.commands),
+    ("command-line password", (" ",), 0, commands.command_passwords),
+    ("command-line password", ("set ",), 0, commands.config_set),
+    ("URL credentials", ("://", "curl"), 0, lambda view, look: _url_credentials(view, look)),
+    ("webhook URL", ("hooks.slack",), 0, lambda view, look: _slack(view, look)),
+    ("URL credentials", ("://",), 0, context.url_user_tokens),
+    ("webhook URL", ("hook", "/bot", "/with/key", "/services/"), 0, context.webhook_urls),
+    ("HTTP authorization", ("bearer",), 0, lambda view, look: _bearer(view, look)),
+    ("HTTP authorization", ("basic",), 0, tokens.basic),
+    ("HTTP authorization", ("authorization",), 0, context.auth_headers),
+    ("session cookie", ("cookie", "-b "), 0, context.cookies),
+    ("vendor token", (_RUN,), 20, tokens.known_tokens),
+    ("vendor token", (":aa",), 0, tokens.telegram),
+    ("AWS secret key", ("akia", "asia", "aws secret"), 0, tokens.aws_secrets),
+    ("private key", ("-----end ",), 0, tokens.pem_without_begin),
+    ("config file", ("</", "value"), 0, context.xml_values),
+    ("config file", ("machine", ":"), 0, context.credential_files),
+    ("code credential", ("auth", "credential"), 0, context.auth_calls),
+)
+
+_FRAGMENTS = frozenset(fragment for _, fragments, _, _ in _FINDERS for fragment in fragments)
+
+
+def _url_credentials(view: str, look: bool) -> Iterator[Span]:
+    patterns = (p.CURL_USER, p.URL_CREDENTIALS)
+    return tokens.group_spans(view, look, patterns, "secret", code=True)
+
+
+def _slack(view: str, look: bool) -> Iterator[Span]:
+    return tokens.group_spans(view, look, (p.SLACK_WEBHOOK,), "secret")
+
+
+def _bearer(view: str, look: bool) -> Iterator[Span]:
+    return tokens.group_spans(view, look, (p.BEARER,), "secret")
+
+
 def labelled_spans(view: str, *, look: bool, decode: bool = True) -> Iterator[tuple[str, Span]]:
     """Every secret in `view`, each with the kind of finding that recognised it."""
-    groups = (
-        ("credential name", _assignments(view, look)),
-        ("command-line option", _flags(view, look)),
-        ("command-line password", tokens.commands(view, look)),
-        ("command-line password", commands.command_passwords(view, look)),
-        ("command-line password", commands.config_set(view, look)),
-        (
-            "URL credentials",
-            tokens.group_spans(view, look, (p.CURL_USER, p.URL_CREDENTIALS), "secret", code=True),
-        ),
-        ("URL credentials", context.url_user_tokens(view, look)),
-        ("webhook URL", tokens.group_spans(view, look, (p.SLACK_WEBHOOK,), "secret")),
-        ("webhook URL", context.webhook_urls(view, look)),
-        ("HTTP authorization", tokens.group_spans(view, look, (p.BEARER,), "secret")),
-        ("HTTP authorization", tokens.basic(view, look)),
-        ("HTTP authorization", context.auth_headers(view, look)),
-        ("session cookie", context.cookies(view, look)),
-        ("vendor token", tokens.known_tokens(view, look)),
-        ("vendor token", tokens.telegram(view, look)),
-        ("AWS secret key", tokens.aws_secrets(view, look)),
-        ("private key", tokens.pem_without_begin(view, look)),
-        ("config file", context.xml_values(view, look)),
-        ("config file", context.credential_files(view, look)),
-        ("code credential", context.auth_calls(view, look)),
-        ("encoded secret", encoded.spans(view, look, find_spans) if decode else ()),
-        ("repository pattern", custom.spans(view) if custom.ACTIVE else ()),
-    )
-    for label, found in groups:
-        for span in found:
-            yield label, span
+    present: set[str] = set()
+    if look:
+        low = view.lower()
+        present = {fragment for fragment in _FRAGMENTS if fragment in low}
+        if len(view) >= scan.RUN_LEAST and scan.runs(view):
+            present.add(_RUN)
+    for label, fragments, least, finder in _FINDERS:
+        if not look or (len(view) >= least and not present.isdisjoint(fragments)):
+            for span in finder(view, look):
+                yield label, span
+    if decode and ("%" in view or (not look and len(view) >= 24) or _RUN in present):
+        for span in encoded.spans(view, look, find_spans):
+            yield "encoded secret", span
+    if custom.ACTIVE:
+        for span in custom.spans(view):
+            yield "repository pattern", span
 
 
 def find_spans(view: str, *, look: bool, decode: bool = True) -> list[Span]:

@@ -215,7 +215,7 @@ def _left_ok(text: str, start: int) -> bool:
 
 # Where a token may start inside a run: its start, or after one of these (a token glued to
 # `TOKEN_`, `--`, `x.`). Formats whose prefix is not at the token's start are found apart.
-_JOINT = re.compile(r"[_./=+~-]")
+_JOINT = re.compile(r"[_./=-](?=[A-Za-z0-9])")
 _APART = ("8Q~", ".atlasv1.", "FlyV1 ")
 
 
@@ -238,7 +238,7 @@ def spans(text: str) -> Iterator[tuple[int, int]]:
     heads = _HEADS or _HEADS.update(_heads()) or _HEADS
     for run_start, run_end in runs(text):
         done = run_start
-        starts = [run_start, *(m.end() for m in _JOINT.finditer(text, run_start, run_end - 8))]
+        starts = [run_start, *(m.end() for m in _JOINT.finditer(text, run_start, run_end - 16))]
         for pos in starts:
             candidates = heads.get(text[pos : pos + 2])
             if not candidates or pos < done:
