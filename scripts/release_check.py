@@ -4,10 +4,10 @@
     python scripts/release_check.py --quick      # the sdist's tests without those marked slow
     python scripts/release_check.py --keep       # keep the work folder to look at afterwards
 
-Everything happens in a temporary folder, on a copy of the checkout (the files git tracks or
-would track, uncommitted changes included), with tools installed from PyPI into a throwaway
-virtual environment: the checkout, and whatever environment runs this script, are left as
-they were.
+Everything happens in a temporary folder, on a copy of the checkout's last commit (with
+`--worktree`: of the files git tracks or would track, uncommitted changes included), with
+tools installed from PyPI into a throwaway virtual environment: the checkout, and whatever
+environment runs this script, are left as they were.
 
 1. `python -m build`: the sdist, then the wheel built from that sdist; setuptools may not warn.
 2. `twine check --strict` on both.
@@ -25,6 +25,7 @@ they were.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import shutil
@@ -104,9 +105,21 @@ def run(cmd: list, *, cwd: Path | None = None, env: dict | None = None, input: s
     return result
 
 
-def copy_checkout(dest: Path) -> Path:
-    """The files git tracks or would track (uncommitted changes included), copied to `dest`;
-    outside a git checkout (an unpacked sdist), every file but caches."""
+def copy_checkout(dest: Path, worktree: bool = False) -> Path:
+    """The committed files (HEAD), or with `worktree` the files git tracks or would track with
+    their uncommitted changes, copied to `dest`; outside git (an unpacked sdist) every file
+    but caches."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if (ROOT / ".git").exists() and not worktree:
+        archive = subprocess.run(
+            ["git", "-c", "core.fsmonitor=false", "archive", "--format=tar", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        ).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tf:
+            _extract(tf, dest)
+        return dest
     if (ROOT / ".git").exists():
         listed = run(
             ["git", "-c", "core.fsmonitor=false", "ls-files", "-z", "-co", "--exclude-standard"],
@@ -130,6 +143,13 @@ def copy_checkout(dest: Path) -> Path:
         elif source.is_file():
             shutil.copy2(source, target)
     return dest
+
+
+def _extract(tf: tarfile.TarFile, dest: Path) -> None:
+    try:
+        tf.extractall(dest, filter="data")
+    except TypeError:  # a Python without extraction filters (before 3.11.4)
+        tf.extractall(dest)
 
 
 def make_venv(path: Path, python: str = sys.executable) -> Path:
@@ -309,10 +329,7 @@ def sdist_tests(sdist: Path, work: Path, quick: bool) -> None:
     marker = "not slow" if quick else ""
     step(f"the unpacked sdist's tests (-m {marker!r}) in a fresh environment")
     with tarfile.open(sdist) as tf:
-        try:
-            tf.extractall(work / "sdist", filter="data")
-        except TypeError:  # a Python without extraction filters (before 3.11.4)
-            tf.extractall(work / "sdist")
+        _extract(tf, work / "sdist")
     (unpacked,) = (work / "sdist").iterdir()
     bin_dir = make_venv(work / "sdist-env")
     run([bin_dir / "python", "-m", "pip", "install", "-q", ".[test]"], cwd=unpacked)
@@ -333,11 +350,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="sdist tests without slow ones")
     parser.add_argument("--no-sdist-tests", action="store_true", help="skip step 6")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument(
+        "--worktree", action="store_true", help="check uncommitted changes too, not only HEAD"
+    )
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="kindling-release-"))
     print(f"work folder: {work}")
     try:
-        source = copy_checkout(work / "src")
+        source = copy_checkout(work / "src", args.worktree)
         version = version_of(source)
         tools = tools_env(work)
         sdist, wheel = build(tools, source, work / "dist")
