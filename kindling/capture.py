@@ -156,19 +156,29 @@ class Capture:
                 )
             return self.write("capsules", capsule, masked)
 
-    def restore_capsule(self, copy: dict) -> Written | None:
+    def restore_capsule(self, copy: dict, *, rewind: bool = False) -> Written | None:
         """Write back an open session capsule whose file is gone from the work tree (a
         `git switch` to a branch without it); None when its file is there or its session
-        has another open capsule."""
+        has another open capsule.
+
+        `rewind`: put an open capsule's file back to an earlier state of itself (`copy`'s
+        members a prefix of its own), e.g. as it was pushed; None when it is not that.
+        """
         validate("capsules", copy)
         session = copy["scopeIds"].get("sessionId")
         if copy["status"] != "open" or copy["type"] != "session" or session is None:
             raise ValidationError("only an open session capsule is restored")
         with self.store.locked("sessions", hashing.hexdigest(session.encode())):
-            if self.lookup.open_session_capsule(session) is not None:
+            if not rewind and self.lookup.open_session_capsule(session) is not None:
                 return None
             with self.store.locked("capsules", copy["id"]):
-                if self.store.path_for("capsules", copy["id"]).exists():
+                current = self.store.load("capsules", copy["id"])
+                if not rewind and current is None:
+                    return self.write("capsules", copy, 0)
+                if not rewind or current is None or current["status"] != "open":
+                    return None
+                members = current["observationIds"]
+                if members[: len(copy["observationIds"])] != copy["observationIds"]:
                     return None
                 return self.write("capsules", copy, 0)
 

@@ -230,11 +230,12 @@ class Memory:
                 intent, type=type, scope=scope, observation_ids=observation_ids
             )
 
-    def restore_capsule(self, copy: dict) -> Written | None:
+    def restore_capsule(self, copy: dict, *, rewind: bool = False) -> Written | None:
         """Write back an open session capsule whose file a `git switch` took away; None when
-        its file is there or its session has another open capsule."""
+        its file is there or its session has another open capsule. `rewind`: put an open
+        capsule back to an earlier state of itself (as it was pushed)."""
         with self.batch():
-            return self._capture.restore_capsule(copy)
+            return self._capture.restore_capsule(copy, rewind=rewind)
 
     def set_intent(self, capsule_id: str, intent: str) -> Written:
         """Give an open capsule a new intent (masked), e.g. once its first prompt is known."""

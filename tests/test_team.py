@@ -250,6 +250,7 @@ def test_a_team_never_stops_a_pull_and_ends_with_the_same_memory(team):
     dev.send("SessionStart", "dev-long", source="startup")
     dev.work("dev-long", "Stream the export instead of building it in memory")
     dev.sync()
+    dev.work("dev-long", "Stream the export: the CSV writer")  # never pushed before the break
     ben.at(T0 + 7 * HOUR)
     ben.pull()
     ben.session("ben-3", "Bump the HTTP client")
@@ -259,19 +260,20 @@ def test_a_team_never_stops_a_pull_and_ends_with_the_same_memory(team):
             assert memory.open_session_capsule(session) is not None  # maybe alive: left alone
     for clone in team:
         clone.pull()
-    # A week and more later ben's session closes the abandoned capsules. ana takes up her
-    # long session again before pulling: her clone closes it as ben's did (and cho's and
-    # dev's), with the same bytes. dev pulls first, then takes up his.
+    # A week and more later ben's session closes the abandoned capsules (from what was
+    # pushed of them). ana pulls that, then takes up her long session. dev takes up his
+    # before pulling, with records he never pushed: his clone closes the capsule as ben's
+    # did, from what was pushed (the same bytes), and goes on with all of it in a new one.
     ben.at(T0 + 9 * DAY)
     ben.session("ben-4", "Rotate the signing keys")
     ben.sync()
     ana.at(T0 + 9 * DAY + HOUR)
+    ana.pull()
     ana.send("SessionStart", "ana-long", source="resume")
     ana.work("ana-long", "Finish the permissions model: the team admin role")
     ana.send("SessionEnd", "ana-long", reason="prompt_input_exit")
     ana.sync()
     dev.at(T0 + 9 * DAY + 2 * HOUR)
-    dev.pull()
     dev.send("SessionStart", "dev-long", source="resume")
     dev.work("dev-long", "Finish streaming the export: back-pressure")
     dev.send("SessionEnd", "dev-long", reason="prompt_input_exit")
@@ -321,7 +323,7 @@ def test_a_team_never_stops_a_pull_and_ends_with_the_same_memory(team):
         made = memory.list("observations", scope={"sessionId": "ben-branch"}, limit=None)
     assert len(made) > 6 and {o["id"] for o in made} <= set(ben_branch[0]["observationIds"])
 
-    # The long sessions (ana took hers up before pulling, dev after): the abandoned capsule
+    # The long sessions (ana took hers up after pulling, dev before): the abandoned capsule
     # keeps its digest; the owner's capsule, which goes on from it, holds all of the session
     # and ends with the owner's own summary, the session's latest.
     said = {s["capsuleId"]: s for s in summaries}

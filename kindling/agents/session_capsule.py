@@ -19,6 +19,8 @@ lives, and each is met here with what this clone knows of its own sessions
 
 from __future__ import annotations
 
+import contextlib
+
 from kindling.agents import abandoned, digest, owned
 from kindling.agents.agent_ids import label
 from kindling.agents.intent import INTENT_WAITING
@@ -36,6 +38,9 @@ def session_capsule(memory, scope: dict, intent: str, *, starting: bool = False)
         if not (starting and _abandoned_here(memory, existing)):
             return existing
         _close_as_abandoned(memory, existing)
+        taken = taken_up(memory, session, members=existing["observationIds"])
+        if taken is not None:
+            return taken
     taken = taken_up(memory, session)
     if taken is not None:
         return taken
@@ -51,10 +56,11 @@ def session_capsule(memory, scope: dict, intent: str, *, starting: bool = False)
     return capsule
 
 
-def taken_up(memory, session: str) -> dict | None:
+def taken_up(memory, session: str, members: list[str] | None = None) -> dict | None:
     """The capsule this clone's session goes on in, when its own was taken away (its file
     gone or closed while the session lived); None when this clone never ran the session, it
-    ended here, or its capsule cannot be found again."""
+    ended here, or its capsule cannot be found again. `members`: what the capsule held here
+    before it was closed, when that is more than the closed file says."""
     note = owned.recall(memory.store, session)
     if note is None or note.ended:
         return None
@@ -76,7 +82,7 @@ def taken_up(memory, session: str) -> dict | None:
             current["intent"],
             type="session",
             scope=current["scopeIds"],
-            observation_ids=current["observationIds"],
+            observation_ids=[*current["observationIds"], *(members or ())],
         ).entity
     except KindlingError:
         return memory.open_session_capsule(session)
@@ -127,6 +133,23 @@ def _abandoned_here(memory, capsule: dict) -> bool:
 
 
 def _close_as_abandoned(memory, capsule: dict) -> None:
+    """Close the owner's own capsule as a teammate would have: from what was pushed of it.
+
+    A teammate saw the capsule as this clone last pushed it; records made here since (never
+    pushed) would give this clone's close other bytes than theirs. So the file is first put
+    back as the upstream branch holds it, closed from that, and the records made since go on
+    in the next capsule (`taken_up`'s `members`).
+    """
+    from kindling.git.committed import committed_entity
+
+    pushed = committed_entity(
+        memory.store.path_for("capsules", capsule["id"]), revisions=("@{upstream}",)
+    )
+    ok = pushed is not None and not entity_errors("capsules", pushed)
+    if ok and pushed["id"] == capsule["id"] and pushed["status"] == "open":
+        with contextlib.suppress(KindlingError):
+            rewound = memory.restore_capsule(pushed, rewind=True)
+            capsule = rewound.entity if rewound is not None else capsule
     try:
         digest.close_session_capsule(memory, capsule, interrupted=True)
     except KindlingError:

@@ -15,9 +15,12 @@ REVISIONS = ("@{-1}", "ORIG_HEAD")
 MAX_BLOB_BYTES = 16 * 1024 * 1024
 
 
-def committed_entity(path: str | os.PathLike) -> dict | None:
-    """The entity at `path` (a file in a git work tree) as the previously checked-out
-    commit holds it; None when no such commit holds it or git cannot say.
+def committed_entity(
+    path: str | os.PathLike, revisions: tuple[str, ...] = REVISIONS
+) -> dict | None:
+    """The entity at `path` (a file in a git work tree) as the first of `revisions` (by
+    default: the previously checked-out commit) that holds it has it; None when none does or
+    git cannot say.
 
     `git cat-file blob` prints the blob as stored: no filter, textconv or hook runs.
     """
@@ -32,7 +35,7 @@ def committed_entity(path: str | os.PathLike) -> dict | None:
         relative = file.resolve().relative_to(top.resolve()).as_posix()
     except (OSError, ValueError):
         return None
-    for revision in REVISIONS:
+    for revision in revisions:
         try:
             data = git(top, "cat-file", "blob", f"{revision}:{relative}", check=True)
         except KindlingError:
