@@ -47,7 +47,7 @@ from kindling.model import ENTITY_TYPES
 
 CHUNK = 2_000  # files re-read and applied per write transaction
 # With a deadline, smaller transactions: a sync stops at the first chunk boundary past it.
-DEADLINE_CHUNK = 500
+DEADLINE_CHUNK = 200
 BUILDING = "building"  # meta key: set while an index built from nothing is being filled
 # meta key: where the next walk cut short by a deadline starts, and how many folders walked in
 # a row before it left no file unindexed ('<folder number> <count>')
