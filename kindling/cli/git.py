@@ -99,7 +99,9 @@ def resolve_cmd(ctx: click.Context, ids: tuple[str, ...]) -> None:
 def git_setup_cmd(ctx: click.Context, command: str | None) -> None:
     """Route entity files to the Kindling merge driver (once per clone; safe to repeat).
 
-    Writes <store>/.gitattributes and registers merge.kindling.* in the repo's .git/config.
+    Writes <store>/.gitattributes, registers merge.kindling.* in the repo's .git/config and
+    sets rebase.autoStash and merge.autoStash there, so `git pull` (rebase or merge) works
+    while hooks keep writing under the store.
 
     \b
     Example:
