@@ -36,12 +36,14 @@ def committed_entity(
     except (OSError, ValueError):
         return None
     for revision in revisions:
+        spec = f"{revision}:{relative}"
         try:
-            data = git(top, "cat-file", "blob", f"{revision}:{relative}", check=True)
+            size = git(top, "cat-file", "-s", spec).strip()
+            if not size.isdigit() or int(size) > MAX_BLOB_BYTES:
+                return None  # the repository is untrusted: never read a huge blob
+            data = git(top, "cat-file", "blob", spec)
         except KindlingError:
             continue
-        if len(data) > MAX_BLOB_BYTES:
-            return None
         try:
             found = canonical.decode(data)
         except canonical.DecodeError:
