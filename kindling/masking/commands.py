@@ -111,7 +111,9 @@ COMMAND = p.Lazy(
     r"(?![A-Za-z0-9_-])"
 )
 _LINE_REST = re.compile(r"[^\n;|&]{0,300}")
-_ARG = re.compile(r"(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s'\";|&`]+(?<![,.)]))")
+_ARG = re.compile(
+    r"(?:[^\s'\";|&`]*(?:'[^'\n]*'|\"[^\"\n]*\"))+[^\s'\";|&`]*|[^\s'\";|&`]+(?<![,.)])"
+)
 _LOGIN_P = frozenset(("az", "docker", "podman", "nerdctl", "buildah", "skopeo", "oras", "helm"))
 _DASH_OPTIONS = frozenset(
     (

@@ -147,29 +147,6 @@ FLAG = Lazy(
     re.IGNORECASE,
     literal="--",
 )
-# Short options that take a password only in the commands that define them so: `-p` is a
-# port for ssh and "parents" for mkdir. mysql reads `-pPASS` attached; a lone `-p` prompts.
-_SHORT_VALUE = (
-    r"(?:'(?P<sq>[^'\n]*)'|\"(?P<dq>[^\"\n]*)\""
-    r"|(?P<bare>[^\s\"'`,;&)\]}=:>{(\[-][^\s\"'`,;&)\]}]*))"
-)
-# The password option after a registry login: found from the literal word `login`, then
-# the command before it and the option after it are checked. (`twine upload -p` carries a
-# PyPI token, which the token pattern finds anywhere.)
-LOGIN_WORD = Lazy(r"login\b", literal="login")
-LOGIN_COMMAND = Lazy(
-    r"(?<![A-Za-z0-9_-])(?:docker|podman|nerdctl|buildah|skopeo|oras|helm[ \t]+registry)[ \t]+\Z"
-)
-LOGIN_PASSWORD = Lazy(r"[^\n;|&]{0,200}?[ \t]-p(?:[ \t]+|(?=[^\s-]))" + _SHORT_VALUE)
-SSHPASS = Lazy(r"sshpass\b[^\n;|&]{0,100}?[ \t]-p[ \t]*" + _SHORT_VALUE, literal="sshpass")
-MYSQL = tuple(
-    Lazy(
-        rf"{name}(?<![A-Za-z0-9_-]{name})(?:dump|admin|import|check|-dump)?\b"
-        r"[^\n;|&]{0,200}?[ \t]-p" + _SHORT_VALUE,
-        literal=name,
-    )
-    for name in ("mysql", "mariadb")
-)
 # `curl -u user:password` and `--user 'user:password'`: only the password goes.
 CURL_USER = Lazy(
     r"curl\b[^\n;|&]{0,300}?[ \t](?:-u|--user)(?:[ \t]*|=)(?P<q>['\"]?)[^\s:'\"]*:"

@@ -165,7 +165,6 @@ _RUN = "\0run"  # stands for "a run of 20 token characters" (kindling.masking.sc
 _FINDERS = (
     ("credential name", ("=", ":"), 0, _assignments),
     ("command-line option", ("--",), 0, _flags),
-    ("command-line password", ("login", "sshpass", "mysql", "mariadb"), 0, tokens.commands),
     ("command-line password", (" ",), 0, commands.command_passwords),
     ("command-line password", ("set ",), 0, commands.config_set),
     ("URL credentials", ("://", "curl"), 0, lambda view, look: _url_credentials(view, look)),

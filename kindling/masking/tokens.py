@@ -1,6 +1,5 @@
 """Secrets recognised by their shape: vendor tokens, JWTs, bot tokens, AWS secrets next to
-their key id, Basic credentials, a PEM body whose BEGIN line was cut off, and the password
-options of registry logins, sshpass and mysql."""
+their key id, Basic credentials, a PEM body whose BEGIN line was cut off."""
 
 from __future__ import annotations
 
@@ -69,17 +68,6 @@ def break_before(view: str, pos: int) -> int | None:
         pos -= 2
         return pos - 2 if view.endswith("\\r", 0, pos) else pos
     return None
-
-
-def commands(view: str, look: bool) -> Iterator[Span]:
-    for m in p.LOGIN_WORD.finditer(view, look):
-        if p.LOGIN_COMMAND.compiled.search(view, max(0, m.start() - 40), m.start()):
-            found = p.LOGIN_PASSWORD.compiled.match(view, m.end())
-            if found and found.group(found.lastgroup) != MASK:
-                start, end = found.span(found.lastgroup)
-                if found.lastgroup != "bare" or not v.is_code(view, start, end):
-                    yield start, end
-    yield from group_spans(view, look, (p.SSHPASS, *p.MYSQL), code=True)
 
 
 def discord(view: str, look: bool) -> Iterator[Span]:
