@@ -90,7 +90,7 @@ class Builder:
                     "id": f"sum_{name}",
                     "content": f"what {name} found",
                     "confidence": 0.8,
-                    "evidenceRefs": [ids[i] for i in evidence],
+                    "evidenceRefs": list(dict.fromkeys(ids[i] for i in evidence)),
                     "capsuleId": cap,
                     "ts": end,
                     "scopeIds": scope,
