@@ -1,10 +1,11 @@
 """A team on one repository, simulated with real `git`: four clones of one bare repository
-(two ran `kindling git-setup`, two never did), sessions through the Claude Code hook entry
-point, pushes and pulls interleaved (half the clones pull with rebase, half with merge), a
-crashed session, a session pushed while open and taken up again by its owner a week later, a
-branch switch mid-session, two people pinning the same observation, and the clock moved on
-past the abandonment limit. No pull may stop, and at the end every clone holds the same
-memory, all of it, with one summary per closed capsule and the owner's summary last.
+(two ran `kindling git-setup`, two never did; two reach it over ssh, two over https),
+sessions through the Claude Code hook entry point, pushes and pulls interleaved (half the
+clones pull with rebase, half with merge), a crashed session, sessions pushed while open and
+taken up again by their owners a week later (one before pulling, with records never
+pushed), a branch switch mid-session, two people pinning the same observation, and the clock
+moved on past the abandonment limit. No pull may stop, and at the end every clone holds the
+same memory, all of it, with one summary per closed capsule and the owner's summary last.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ HOUR = 60 * 60 * 1000
 DAY = 24 * HOUR
 T0 = 1_780_000_000_000
 DRIVER = f"{sys.executable} -m kindling merge-driver %O %A %B"
+SSH, HTTPS = "git@github.com:acme/acme-api.git", "https://github.com/acme/acme-api.git"
 
 
 @pytest.fixture
@@ -63,6 +65,10 @@ def team(tmp_path, monkeypatch):
     ):
         path = tmp_path / name
         git("clone", str(origin), str(path), cwd=tmp_path)
+        # Half the team reaches the repository over ssh, half over https (both lead here).
+        remote = SSH if setup == rebase else HTTPS
+        git("config", f"url.{origin}.insteadOf", remote, cwd=path)
+        git("remote", "set-url", "origin", remote, cwd=path)
         if setup:
             kindling("--store", str(path / ".kindling"), "git-setup", "--driver", DRIVER, cwd=path)
         clones.append(Clone(name, path, setup, rebase, monkeypatch))
@@ -307,6 +313,8 @@ def test_a_team_never_stops_a_pull_and_ends_with_the_same_memory(team):
 
     capsules = load_all(ana, "capsules")
     summaries = load_all(ana, "summaries")
+    # ssh or https, one repository: every clone named it alike.
+    assert {c["scopeIds"]["repoId"] for c in capsules} == {"github.com/acme/acme-api"}
     # Every capsule is closed (crashed and abandoned ones too) with exactly one summary file.
     by_capsule: dict[str, list[dict]] = {}
     for summary in summaries:
@@ -353,6 +361,17 @@ def test_a_team_never_stops_a_pull_and_ends_with_the_same_memory(team):
     with ana.memory() as memory:
         found = memory.search("permissions", max_results=20)
     assert len(found["pins"]) == 1
+
+    # And search answers the same in every clone (the time fixed, as each clone's index is).
+    def answers(clone: Clone) -> list:
+        with clone.memory() as memory:
+            result = memory.search("export streaming back-pressure", max_results=10)
+        current = result.get("currentSummary") or {}
+        shown = [current.get("id") or current.get("entity", {}).get("id")]
+        return shown + [(c["entity"]["id"], c["score"]) for c in result["candidates"]]
+
+    assert len(answers(ana)) > 3
+    assert len({json.dumps(answers(clone)) for clone in team}) == 1
 
 
 def test_pinning_again_is_the_same_pin_and_old_files_stay_valid(tmp_path, monkeypatch):
