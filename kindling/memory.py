@@ -506,10 +506,19 @@ class Memory:
 
     def retired(self, ref: str) -> dict | None:
         """What is known of a retired observation (its record and the commit that last held
-        it), or None when `ref` names none."""
-        from kindling.retention.show import retired_info
+        it), or None when `ref` names none; NotFoundError saying so when a capsule names the
+        id but gc never retired it (deleted some other way)."""
+        from kindling.errors import NotFoundError
+        from kindling.model import is_valid_id
+        from kindling.retention.show import absent_member, retired_info
 
-        return retired_info(self.store, ref)
+        found = retired_info(self.store, ref)
+        if found is None and is_valid_id(ref) and len(ref) >= 32:
+            capsules = self.list("capsules", limit=None)
+            note = absent_member(self.store, capsules, ref)
+            if note is not None:
+                raise NotFoundError(note)
+        return found
 
     def git_setup(self, command: str | None = None) -> list[str]:
         """Route this store's entity files to the Kindling merge driver; what was done."""

@@ -235,3 +235,17 @@ def test_show_of_an_id_never_stored_is_still_not_found(tmp_path):
     result = kindling(b.store.root, "show", "ffffffff-0000-4000-8000-000000000000")
     assert result.exit_code == 1
     assert result.output.startswith("Error: no entity with id")
+
+
+def test_show_of_a_member_deleted_without_gc_says_gc_did_not_retire_it(tmp_path):
+    b, sessions = team_store(tmp_path / ".kindling")
+    gone = sessions["plain"][1]  # the message: never retired, deleted by hand here
+    b.store.path_for("observations", gone).unlink()
+    result = kindling(b.store.root, "show", gone)
+    assert result.exit_code == 1
+    assert result.output == (
+        f"Error: no observation {gone} in the store: capsule cap_plain names it, but "
+        f"`kindling gc` did not retire it (it was deleted some other way; `git log -- "
+        f"objects/observations/{b.store.path_for('observations', gone).parent.name}/{gone}.json` "
+        f"in {b.store.root} shows when)\n"
+    )

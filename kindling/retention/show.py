@@ -29,6 +29,20 @@ def retired_info(store: Store, ref: str) -> dict | None:
     }
 
 
+def absent_member(store: Store, capsules: list[dict], ident: str) -> str | None:
+    """For an observation id in no file and no record: a note saying which capsule names it
+    and that gc did not retire it (so it was deleted some other way), or None."""
+    naming = [c["id"] for c in capsules if ident in c["observationIds"]]
+    if not naming:
+        return None
+    rel = f"objects/observations/{fanout(ident)}/{ident}.json"
+    return (
+        f"no observation {ident} in the store: capsule {naming[0]} names it, but `kindling gc` "
+        f"did not retire it (it was deleted some other way; `git log -- {rel}` in "
+        f"{store.root} shows when)"
+    )
+
+
 def retired_text(info: dict) -> str:
     """The lines `kindling show` prints for a retired observation."""
     lines = [
