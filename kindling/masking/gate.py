@@ -107,8 +107,33 @@ CONFUSABLES = str.maketrans(_LOOK_ALIKES)
 _RUN = re.compile(r"[A-Za-z0-9+/_-]{23}")
 _ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _PORT_FIELD = re.compile(r":(?:[0-9]{1,5}|\*):")
-# All fragments in one pattern: one pass over the text instead of one per fragment.
-_FRAGMENTS = re.compile("|".join(re.escape(t) for t in sorted(TRIGGERS, key=len, reverse=True)))
+
+
+def _trie(words: list[str]) -> str:
+    """A pattern matching any of `words`, written as a prefix tree (`p(?:ass|w)`): at each
+    position the engine tries one branch per first letter rather than one per word."""
+    tree: dict = {}
+    for word in words:
+        node = tree
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        branches = [re.escape(char) + emit(node[char]) for char in sorted(node) if char]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return emit(tree)
+
+
+# All fragments in one pattern, one pass over the text (a fragment holding another is left
+# out: the shorter one finds every text the longer one would).
+_FRAGMENTS = re.compile(
+    _trie([t for t in TRIGGERS if not any(o != t and o in t for o in TRIGGERS)])
+)
 
 
 SHORT = 100  # characters: ids, paths and tool names, which recur across an import's entities
