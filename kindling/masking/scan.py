@@ -11,7 +11,6 @@ import re
 
 # Characters a token (or a base64 segment) is made of; every vendor token, with its prefix,
 # is a run of at least RUN_LEAST of them.
-RUN = re.compile(r"[A-Za-z0-9_.~+/=-]{20,}")
 RUN_LEAST = 20
 
 
@@ -21,10 +20,18 @@ def lowered(view: str) -> str:
     return view.lower()
 
 
+# Token characters become `a`, all others a space: a run of one letter is found faster than
+# a run of a character class.
+_AS_A = str.maketrans(
+    {c: ("a" if re.fullmatch(r"[A-Za-z0-9_.~+/=-]", chr(c)) else " ") for c in range(128)}
+)
+_A_RUN = re.compile(rf"a{{{RUN_LEAST},}}")
+
+
 @functools.lru_cache(maxsize=4)
 def runs(view: str) -> tuple[tuple[int, int], ...]:
     """Every run of token characters of at least RUN_LEAST characters, as (start, end)."""
-    return tuple(m.span() for m in RUN.finditer(view))
+    return tuple(m.span() for m in _A_RUN.finditer(view.translate(_AS_A)))
 
 
 def has(view: str, *words: str) -> bool:
