@@ -344,13 +344,15 @@ def test_gc_refuses_while_a_file_does_not_parse_and_dry_run_still_plans(tmp_path
     b = Builder(tmp_path / ".kindling")
     ids = b.session("s1", T0, [("command", "Bash: ls")])
     b.session("later", T0 + 60 * DAY_MS, [("message", None)])
+    (b.store.root / POLICY_NAME).write_text('{"keepSessions": 0}')
     bad = b.store.objects / "capsules" / "00" / "cap_broken.json"
     bad.parent.mkdir(parents=True, exist_ok=True)
     bad.write_text("<<<<<<< ours\n")
     with pytest.raises(KindlingError, match="do not parse"):
         gc(b.store, confirm=True)
     assert b.store.path_for("observations", ids[0]).exists()
-    assert gc(b.store, dry_run=True).plan is not None
+    planned = gc(b.store, dry_run=True)
+    assert planned.unreadable == 1 and [r.id for r in planned.plan.retire] == ids
 
 
 def test_gc_leaves_a_file_changed_since_the_census(tmp_path, monkeypatch):

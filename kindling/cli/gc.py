@@ -58,6 +58,11 @@ def plan_lines(report) -> list[str]:
     )
     for kind, (files, size) in plan.by_kind().items():
         lines.append(f"  {kind:<12} {files:>9,} files  {_size(size):>10}")
+    if report.unreadable:
+        lines.append(
+            f"{report.unreadable:,} entity file(s) do not parse: gc applies nothing until "
+            "`kindling fsck` is clean."
+        )
     if report.skipped:
         lines.append(f"Left {report.skipped:,} alone: changed or gone since they were read.")
     if report.policy_written:
@@ -90,6 +95,7 @@ def as_json(report) -> dict:
         "removed": report.removed,
         "skipped": report.skipped,
         "records": list(report.records),
+        "unreadable": report.unreadable,
     }
 
 

@@ -34,6 +34,7 @@ class GcReport(NamedTuple):
     skipped: int = 0  # planned files changed or gone meanwhile, left alone
     records: tuple[str, ...] = ()
     policy_written: bool = False
+    unreadable: int = 0  # entity files that do not parse (a dry run plans without them)
 
 
 def gc(store: Store, *, dry_run: bool = False, confirm: bool = False) -> GcReport:
@@ -47,7 +48,7 @@ def gc(store: Store, *, dry_run: bool = False, confirm: bool = False) -> GcRepor
             f"{first.reason}); gc retires nothing until `kindling fsck` is clean"
         )
     plan = make_plan(census, loaded.policy)
-    report = GcReport(plan, loaded.committed)
+    report = GcReport(plan, loaded.committed, unreadable=len(census.problems))
     if dry_run:
         return report
     if plan.retire and last_applied(store) != loaded.policy.digest and not confirm:
