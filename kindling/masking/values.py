@@ -34,9 +34,9 @@ _PLACEHOLDER = re.compile(
 )
 # `AuthConfig`, `SecretStr`, `TokenResponse`: a type name of two or more capitalised words.
 _TYPE_NAME = re.compile(
-    r"(?:[A-Z][a-z]{2,}){2,4}(?:\[[^\]\n]{0,80}\])?|[A-Z][A-Za-z]*<[^<>\n]{1,60}>|"
-    r"(?:pk_(?:live|test)_|pk\.eyJ)[A-Za-z0-9_.-]+"
+    r"(?:[A-Z][a-z]{2,}){2,4}(?:\[[^\]\n]{0,80}\])?|[A-Z][A-Za-z]*<[^<>\n]{1,60}>"
 )
+_PUBLISHABLE = ("pk_live_", "pk_test_", "pk.eyJ")
 _MORE_REFERENCES = re.compile(
     r"!(?:Ref|Sub|GetAtt|ImportValue|Secret|Vault|env)\b|%\([A-Za-z_]\w*\)s|#\{|@\{|\$\$|"
     r"(?:process\.env|import\.meta\.env|os\.environ|ENV|env|System\.getenv|config|settings|"
@@ -58,6 +58,8 @@ def is_code(view: str, start: int, end: int) -> bool:
     value = view[start:end]
     if len(value) <= 2 or value.lower() in p.NOT_SECRETS or is_placeholder(value):
         return True
+    if value.startswith(_PUBLISHABLE):
+        return True  # publishable keys are public by design
     if (
         p.REFERENCE.compiled.match(value)
         or _MORE_REFERENCES.match(value)
@@ -71,7 +73,11 @@ def is_code(view: str, start: int, end: int) -> bool:
         return True  # a call or a subscript
     if p.DOTTED_NAME.compiled.fullmatch(value) and _reads_as_names(value):
         return True
-    if _TYPE_NAME.fullmatch(value) and not any(c.isdigit() for c in value):
+    if (
+        _TYPE_NAME.fullmatch(value)
+        and not any(c.isdigit() for c in value)
+        and _typed(view, start, end)
+    ):
         return True
     if p.NAME.compiled.fullmatch(value) and _credential_name(value):
         return True  # `api_key=api_key`, `password=db_password`: a variable named for it
@@ -80,6 +86,14 @@ def is_code(view: str, start: int, end: int) -> bool:
 
 
 _NAME_PART = re.compile(r"[A-Za-z_$]+[0-9]{0,2}|[A-Za-z_$]+(?:_[A-Za-z0-9]+)+|[A-Za-z0-9]{1,4}")
+
+
+def _typed(view: str, start: int, end: int) -> bool:
+    """A type annotation's position: `name: Type` followed by `;`, `,`, `)`, `=`, `|` or `>`
+    (`token: AuthToken;`, `auth: AuthConfig = None`), not a value at the end of a line."""
+    before = view[max(0, start - 3) : start].rstrip(" \t")
+    after = view[end : end + 3].lstrip(" \t")
+    return before.endswith(":") and after[:1] in (";", ",", ")", "=", "|", ">", "]", "[", "?")
 
 
 def _reads_as_names(value: str) -> bool:
@@ -110,7 +124,7 @@ def quoted_is_code(value: str) -> bool:
         or bool(p.REFERENCE.compiled.match(value))
         or bool(_MORE_REFERENCES.match(value))
         or is_placeholder(value)
-        or value.startswith(("pk_live_", "pk_test_", "pk.eyJ"))  # publishable: public by design
+        or value.startswith(_PUBLISHABLE)
         or value.lower() in ("include", "omit", "same-origin", "none", "null", "true", "false")
         # The quote that closes a string holding the key: `input("Password: ")`, and a JSON
         # string's end (`["mysql -p"]`) read as the start of a value.
