@@ -162,3 +162,26 @@ def test_the_record_counts_what_it_masked_before_cutting():
     # The command's token and the two in the output, though the cut dropped one of them.
     assert record.masked == 3
     assert mask_text(record.content)[1] == 0  # the store finds nothing left to count
+
+
+def test_the_hook_notice_counts_secrets_masked_before_the_cut(tmp_path):
+    from conftest import run_kindling
+
+    from kindling.store import Store
+
+    store = tmp_path / ".kindling"
+    Store.create(store)
+    output = "a" * 9_000 + "\nDB_PASSWORD=Xq7-hunter\n" + "b" * 9_000 + "\nAPI_TOKEN=Xq7-tok\n"
+    body = {
+        "session_id": "s1",
+        "cwd": str(tmp_path),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "env"},
+        "tool_response": {"stdout": output, "stderr": ""},
+    }
+    result = run_kindling(
+        "--store", str(store), "hook", "PostToolUse", input=json.dumps(body).encode(), cwd=tmp_path
+    )
+    assert result.returncode == 0
+    assert "masked 2 secret(s)" in result.stderr.decode()
