@@ -97,18 +97,24 @@ def store_from(environ: Mapping[str, str]) -> str | None:
 
 
 def find_store(value: str | os.PathLike, *, upwards: bool = True) -> str:
-    """The store a `--store` or KINDLING_STORE value names, as `git -C` finds a repository.
-
-    The store folder itself, or any folder inside the work tree that holds it: the nearest
-    `.kindling/` at or above it. A `.kindling` that is a symlink is never followed (it could
-    lead anywhere); the path comes back as given when nothing is found, for the caller's own
-    "no store" error or for `init` to create. Without `upwards`, only the folder itself and
-    its own `.kindling/` are looked at (what `init` may reuse rather than create).
-    """
+    """The store a `--store` or KINDLING_STORE value names, as `git -C` finds a repository:
+    the store folder itself, else `nearest_store`, else the path as given, for the caller's own
+    "no store" error or for `init` to create."""
     given = Path(value).expanduser().absolute()
     if _is_store(given):
         return str(given)
-    for folder in (given, *given.parents) if upwards else (given,):
+    found = nearest_store(given, upwards=upwards)
+    return str(found if found is not None else given)
+
+
+def nearest_store(start: Path, *, upwards: bool = True) -> Path | None:
+    """The nearest `.kindling/` at or above `start` (None: there is none).
+
+    A `.kindling` that is a symlink is never followed (it could lead anywhere). Without
+    `upwards`, only the folder itself and its own `.kindling/` are looked at (what `init` may
+    reuse rather than create).
+    """
+    for folder in (start, *start.parents) if upwards else (start,):
         candidate = folder / STORE_DIRNAME
         try:
             if candidate.is_symlink():
@@ -117,10 +123,10 @@ def find_store(value: str | os.PathLike, *, upwards: bool = True) -> str:
                     "name the store folder itself with --store or KINDLING_STORE"
                 )
             if candidate.is_dir():
-                return str(candidate)
+                return candidate
         except OSError:  # unreadable folder on the way up: as if nothing were there
             continue
-    return str(given)
+    return None
 
 
 def _is_store(path: Path) -> bool:

@@ -32,6 +32,7 @@ from kindling.fileio import (
     read_regular,
 )
 from kindling.model import ENTITY_TYPES, check_id, validate
+from kindling.settings import nearest_store
 
 STORE_DIRNAME = ".kindling"
 FORMAT_VERSION = 1
@@ -127,10 +128,9 @@ def locate(explicit: str | os.PathLike | None = None, cwd: str | os.PathLike | N
     if explicit is not None:
         return Path(explicit).expanduser().absolute()
     here = Path(cwd if cwd is not None else os.getcwd()).absolute()
-    for folder in (here, *here.parents):
-        candidate = folder / STORE_DIRNAME
-        if candidate.is_dir():
-            return candidate
+    found = nearest_store(here)
+    if found is not None:
+        return found
     raise KindlingError(
         f"no Kindling store found in {here} or any parent directory; run `kindling init` "
         "or point --store / KINDLING_STORE at one"

@@ -516,3 +516,17 @@ def test_finding_a_store_indexed_by_the_previous_version_moves_silently(tmp_path
     assert len(json.loads(result.stdout)["candidates"]) == 3
     assert sorted(p.name for p in store.iterdir()) == [".gitignore", "config.json", "objects"]
     assert Store(store).index_path.is_file()
+
+
+def test_finding_a_symlinked_store_folder_is_never_followed_from_the_work_tree(tmp_path):
+    """A clone whose `.kindling` is a symlink (to a store elsewhere, or anywhere) is refused
+    when the store is found from the current folder, in one line, as when it is named."""
+    elsewhere = tmp_path / "elsewhere" / ".kindling"
+    Memory.init(elsewhere).close()
+    repo = tmp_path / "clone"
+    (repo / "src").mkdir(parents=True)
+    (repo / ".kindling").symlink_to(elsewhere, target_is_directory=True)
+    found = run(repo / "src", "search", "anything")
+    assert found.returncode == 1
+    assert b"is a symlink" in found.stderr and b"Traceback" not in found.stderr
+    assert found.stderr.count(b"\n") == 1
