@@ -257,10 +257,12 @@ def auth_calls(view: str, look: bool) -> Iterator[Span]:
                 yield start, end
 
 
-# After one of these path segments, the URL's remaining segments hold the secret.
+# In a URL (a scheme's host first: `src/webhooks/retry.ts:3:1` is a path, not a secret),
+# after one of these path segments, the remaining segments hold the secret.
 WEBHOOK = p.Lazy(
-    r"(?i)(?:/(?:hooks?|webhooks?|webhookb2|IncomingWebhook|catch|trigger/[^/\s]+/with/key|"
-    r"services)(?=/)|bot(?=[0-9]{6,}:))(?P<rest>(?:/?[A-Za-z0-9_@:.~-]+)+/?)",
+    r"(?i)://[A-Za-z0-9.-]+(?::[0-9]+)?(?:/[A-Za-z0-9_.~-]+){0,8}?"
+    r"(?:/(?:hooks?|webhooks?|webhookb2|IncomingWebhook|catch|trigger/[^/\s]+/with/key|"
+    r"services)(?=/)|/bot(?=[0-9]{6,}:))(?P<rest>(?:/?[A-Za-z0-9_@:.~-]+)+/?)",
 )
 _SEGMENT = re.compile(r"[A-Za-z0-9_@:.~-]+")
 
