@@ -172,12 +172,13 @@ def test_finding_01_time_formatting_never_raises():
     from kindling.agents.payload import when as _when
     from kindling.bundle.format import iso_utc
     from kindling.cli.format import entity_line, format_time
+    from kindling.when import format_instant
 
     for value in (BIG, -BIG, PAST_9999, -1, 2**200):
         assert str(value)[:10] in format_time(value)
         assert _when(value)
         assert iso_utc(value)
-    assert format_time(0) == "1970-01-01 00:00:00"
+    assert format_instant(0, utc=True) == "1970-01-01 00:00:00 +00:00"
     assert iso_utc(1750416064123) == "2025-06-20T10:41:04.123Z"
     assert "o-1" in entity_line("observations", obs("o-1", ts=BIG))
 
