@@ -84,3 +84,23 @@ def test_both_ways_record_the_same(project):
     one, two = recorded
     assert one["content"] == two["content"] and "done" in one["content"]
     assert one["kind"] == two["kind"] and one["scopeIds"] == two["scopeIds"]
+
+
+def test_the_short_way_finds_the_store_from_a_folder_of_the_work_tree(project):
+    """`--store` and KINDLING_STORE name the store or any folder above it, on both ways."""
+    inside = project / "src" / "deep"
+    inside.mkdir(parents=True)
+    body = (
+        b'{"session_id": "s2", "hook_event_name": "Stop", "cwd": "%s", '
+        b'"last_assistant_message": "found from a subfolder"}' % str(project).encode()
+    )
+    first = run_kindling("--store", str(inside), "hook", "Stop", input=body, cwd=project)
+    second = run_kindling("--store", str(inside), "hook", "--", "Stop", input=body, cwd=project)
+    assert first.returncode == second.returncode == 0
+    assert first.stderr == second.stderr == b""
+    from kindling.memory import Memory
+
+    with Memory(project / ".kindling") as memory:
+        found = [o for o in memory.list("observations", limit=None) if "subfolder" in o["content"]]
+    assert len(found) == 2
+    assert not (inside / ".kindling").exists()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 from kindling.agents.hooks import HookResult, run_hook
+from kindling.settings import find_store
 from kindling.terminal import safe_text
 
 
@@ -15,6 +16,8 @@ def run_hook_command(
     """Read the payload, run the hook, print its answer and note; never raises."""
     try:
         data = b"" if sys.stdin is None or sys.stdin.isatty() else sys.stdin.buffer.read()
+        if store is not None:  # what --store and KINDLING_STORE accept everywhere, as git -C
+            store = find_store(store)
         result = run_hook(event, data, store=store, agent=agent, from_agent=from_agent)
     except Exception as exc:  # noqa: BLE001 - a hook must never break the agent
         result = HookResult(message=f"kindling hook {event}: {exc}; nothing recorded")
