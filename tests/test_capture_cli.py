@@ -80,10 +80,14 @@ def test_init_in_a_git_repo_registers_the_merge_driver_and_claude_hooks(tmp_path
         text=True,
     ).stdout
     assert driver.strip() == "kindling merge-driver %O %A %B"
+    for key in ("rebase.autoStash", "merge.autoStash"):  # a pull mid-session keeps hook writes
+        got = subprocess.run(["git", "config", "--get", key], cwd=tmp_path, capture_output=True)
+        assert got.stdout.strip() == b"true"
+    assert "autoStash" in out
     settings = json.loads((tmp_path / ".claude" / "settings.json").read_text())
     assert "kindling hook SessionStart" in json.dumps(settings["hooks"]["SessionStart"])
     again = ok(CliRunner().invoke(cli, ["init", str(tmp_path), "--claude-code"]))
-    assert "Registered" not in again
+    assert "Registered" not in again and "autoStash" not in again
     assert json.loads((tmp_path / ".claude" / "settings.json").read_text()) == settings
 
 

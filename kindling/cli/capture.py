@@ -81,7 +81,8 @@ def init_cmd(
     """Create a store: PATH/.kindling (default: the git work tree's top, else here).
 
     In a git work tree it also routes entity files to Kindling's merge driver
-    (.kindling/.gitattributes and the repo's git config). Running it again is harmless.
+    (.kindling/.gitattributes and the repo's git config) and turns on git's autostash for
+    pulls, as `kindling git-setup` does. Running it again is harmless.
 
     --claude-code merges Kindling's hooks into .claude/settings.json and its MCP server into
     .mcp.json, and writes a memory skill (.claude/skills/kindling-memory/) and slash commands
@@ -132,6 +133,8 @@ def init_cmd(
         repo = None
     if repo is not None and gitsetup.register_merge_driver(repo):
         echo(f"Registered the Kindling merge driver in {repo}'s git config")
+    if repo is not None and gitsetup.configure_autostash(repo):
+        echo(f"Set {' and '.join(gitsetup.AUTOSTASH)} in {repo}'s git config (pulls mid-session)")
     if agents:
         from kindling.cli.agent_setup import chosen_agents, set_up
 
