@@ -366,6 +366,17 @@ def test_pin_scope_matches_fields_it_lacks(store, mem):
     assert [p["pin"]["id"] for p in result["pins"]] == ["pin_session"]
 
 
+def test_a_target_pinned_in_two_scopes_is_shown_once_with_its_newest_pin(store, mem):
+    obs(store, "x", "cache", sessionId="s1", repoId="r1")
+    pin(store, "pin_session", "x", sessionId="s1", created=NOW - 5)
+    pin(store, "pin_repo", "x", repoId="r1", created=NOW - 1)
+    result = mem.search("cache")
+    assert [(p["pin"]["id"], p["target"]["id"]) for p in result["pins"]] == [("pin_repo", "x")]
+    assert result["candidates"] == []  # a pinned entry is never a candidate too
+    scoped = mem.search("cache", scope={"sessionId": "s1", "repoId": "r2"})  # not pin_repo's
+    assert [p["pin"]["id"] for p in scoped["pins"]] == ["pin_session"]
+
+
 def test_redacted_targets_only_with_include_redacted(store, mem):
     obs(store, "secret", "token", redacted=True)
     pin(store, "pin_secret", "secret")

@@ -80,16 +80,21 @@ def retrieve(
 
 
 def pin_tier(index: Index, scope: dict, now: int, *, include_redacted: bool = False) -> list:
-    """Active pins in scope, newest first, each with its target (skipped when it is gone)."""
+    """Active pins in scope, newest first, each with its target (skipped when it is gone);
+    a target pinned in several scopes is shown once, with its newest pin."""
     out = []
+    shown = set()
     for pin in index.entities("pins", scope=scope):
         if pin["expiresAt"] is not None and pin["expiresAt"] <= now:
+            continue
+        if pin["targetId"] in shown:
             continue
         found = index.get(pin["targetId"], PLURAL[pin["targetType"]])
         if found is None:
             continue
         if found.entity.get("redacted") and not include_redacted:
             continue
+        shown.add(pin["targetId"])
         out.append({"pin": pin, "target": found.entity})
     return out
 
