@@ -85,7 +85,10 @@ ScopeIds = with_config(ConfigDict(extra="forbid"))(
 )
 Scope = Annotated[
     ScopeIds | None,
-    Field(description='Scope ids, e.g. {"sessionId": "s1", "repoId": "github.com/acme/app"}'),
+    Field(
+        description='Scope ids, e.g. {"sessionId": "s1", "repoId": "github.com/acme/app"}; '
+        '{"agentId": "codex"}: what one agent recorded'
+    ),
 ]
 Ref = Annotated[str, Field(description="Full id or a unique prefix of 6+ characters")]
 # Published with the names of the stores served in its description (see `register`).
