@@ -235,6 +235,26 @@ class IndexMachine(RuleBasedStateMachine):
             path.write_bytes(raw)
             self.settle(path)
 
+    @rule(items=st.lists(entities(), min_size=1, max_size=4), data=st.data())
+    def pull(self, items, data):
+        """Files arrive from elsewhere (a pull) while one already there changes in place or
+        goes (hand work not yet committed); the next sync sees both."""
+        files = self.files()
+        for etype, entity in items:
+            path, _ = self.store.write(etype, entity, durable=False)
+            self.settle(path)
+        how = data.draw(st.sampled_from(["nothing", "edit", "delete"]))
+        if files and how != "nothing":
+            path = data.draw(st.sampled_from(files))
+            if how == "delete":
+                path.unlink(missing_ok=True)
+            elif path.exists():
+                with open(path, "ab") as fh:
+                    fh.write(b" ")
+                self.settle(path)
+        check_counts(self.index.sync())
+        self.check_equal_to_rebuild()
+
     @rule()
     def sync(self):
         check_counts(self.index.sync())

@@ -15,7 +15,7 @@ from kindling.model import ENTITY_TYPES
 from kindling.store import Store
 
 S_IFMT, S_IFREG = 0o170000, 0o100000  # file type bits of st_mode
-_MASK = (1 << 63) - 1  # fingerprints are kept as SQLite's signed 64-bit integers
+FINGERPRINT_MASK = (1 << 63) - 1  # fingerprints are kept as SQLite's signed 64-bit integers
 
 
 def try_parse(entity_type: str, path: str, data: bytes) -> tuple[dict | None, str | None]:
@@ -61,7 +61,7 @@ def scan_folder(path: str) -> tuple[list[tuple[str, os.stat_result]], int]:
                 append((name, st))
                 # Python's hash of a tuple of ints is the same in every process.
                 total += hash((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
-    return items, total & _MASK
+    return items, total & FINGERPRINT_MASK
 
 
 def stat_key(st: os.stat_result) -> str:

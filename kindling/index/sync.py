@@ -28,6 +28,7 @@ from kindling import hashing
 from kindling.index import bulk, fulltext, handoff, schema
 from kindling.index.read import problem_files
 from kindling.index.scan import (
+    FINGERPRINT_MASK,
     S_IFMT,
     S_IFREG,
     ObjectPaths,
@@ -244,6 +245,9 @@ class Syncer:
         plan.walked += len(items)
         if recorded == (len(items), fingerprint):
             return
+        if recorded is not None and recorded[1] is not None and len(items) > recorded[0]:
+            if self._only_added(plan, rel_folder, items, fingerprint, recorded):
+                return
         keys = dict(
             self.conn.execute(
                 "SELECT path, statkey FROM files WHERE path > ? AND path < ?",
@@ -268,6 +272,42 @@ class Syncer:
         record = None if path is None else (len(items), None if racy else fingerprint)
         if record != recorded:
             plan.folders[rel_folder] = record
+
+    def _only_added(
+        self, plan: SyncPlan, rel_folder: str, items: list, fingerprint: int, recorded: tuple
+    ) -> bool:
+        """When a folder only gained files (what a pull or a checkout does), plan those alone.
+
+        The names the index holds are listed (no stat keys); if every one is still there and
+        the files that are not account for the whole change of the fingerprint, the others
+        are unchanged, as the fingerprint test of an untouched folder judges them.
+        """
+        known = {
+            row[0]
+            for row in self.conn.execute(
+                "SELECT substr(path, ?) FROM files WHERE path > ? AND path < ?",
+                (len(rel_folder) + 2, rel_folder + "/", rel_folder + "0"),
+            )
+        }
+        if len(known) != recorded[0]:
+            return False
+        added = [(name, st) for name, st in items if name not in known]
+        if len(items) - len(added) != recorded[0]:
+            return False  # a recorded file is gone
+        gained = sum(
+            hash((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)) for _, st in added
+        )
+        if (fingerprint - gained) & FINGERPRINT_MASK != recorded[1]:
+            return False  # a recorded file changed too
+        etype = rel_folder.split("/", 1)[0]
+        recent = plan.racy_from
+        for name, st in added:
+            rel = f"{rel_folder}/{name}"
+            plan.changed.append((rel, etype, st))
+            plan.new.add(rel)
+        racy = any(st.st_mtime_ns >= recent or st.st_ctime_ns >= recent for _, st in items)
+        plan.folders[rel_folder] = (len(items), None if racy else fingerprint)
+        return True
 
     # ------------------------------------------------------------ the shared core
 

@@ -82,11 +82,16 @@ def _run_forms(run: str) -> tuple[str, ...]:
     if not _COMPOUND.search(run):
         return ()
     extra: list[str] = []
-    for piece in run.split("."):
-        tokens = WORD.findall(piece)
-        if len(tokens) > 1:  # snake or kebab: the joined name (camel parts joined too)
-            extra.append("".join(tokens).lower())
+    for piece in run.split(".") if "." in run else (run,):
+        if "_" in piece or "-" in piece:
+            tokens = WORD.findall(piece)
+            if len(tokens) > 1:  # snake or kebab: the joined name (camel parts joined too)
+                extra.append("".join(tokens).lower())
+        else:  # a run's piece holds letters, digits, `_` and `-`: here one token, or none
+            tokens = [piece] if piece else []
         for token in tokens:
+            if token.isascii() and (token.islower() or token.isupper()):
+                continue  # what camel_parts would leave whole, without the call
             parts = camel_parts(token)
             if len(parts) > 1:  # camel: the parts, in order
                 extra.append(" ".join(parts).lower())
