@@ -3,7 +3,7 @@
 Layout (the source of truth; everything else is derived):
 
     <store>/config.json                       format marker and committed settings
-    <store>/.gitignore                        ignores temp files (and what versions before 0.3 left)
+    <store>/.gitignore                        ignores temp files (and what 0.1.0 kept there)
     <store>/objects/<type>/<xx>/<id>.json     one canonical JSON file per entity
 
 `<xx>` is the first two hex digits of sha256(id): a fixed 256-way fan-out, as git's objects.
@@ -45,14 +45,14 @@ MAX_CONFIG_BYTES = 64 * 1024
 GITIGNORE = """\
 # Kindling: only objects/ and config.json are memory. The index, locks and watcher files live
 # outside the work tree (in the git directory, or the user's cache); an interrupted write may
-# leave a temp file here. The last lines match what Kindling before 0.3 kept here.
+# leave a temp file here. The last lines match what Kindling 0.1.0 kept here.
 *.tmp
 /index.sqlite*
 /locks
 /watch.*
 """
 
-# What Kindling before 0.3 kept in the store folder: removed when a store is opened for writing.
+# What Kindling 0.1.0 kept in the store folder: removed when a store is opened for writing.
 LEGACY_NAMES = frozenset(
     {
         "index.sqlite",
@@ -244,7 +244,7 @@ class Store:
         return self.state / INDEX_NAME
 
     def remove_legacy(self) -> list[str]:
-        """Delete what Kindling before 0.3 kept in the store folder; the names removed.
+        """Delete what Kindling 0.1.0 kept in the store folder; the names removed.
 
         All of it was derived or transient; a file there now is never opened (it may have
         come in a commit), only removed, and a symlink is removed itself, never followed.
@@ -259,7 +259,7 @@ class Store:
                 continue
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    import shutil  # only a store from before 0.3 pays for it
+                    import shutil  # only a store from 0.1.0 pays for it
 
                     shutil.rmtree(entry.path)
                 else:

@@ -75,7 +75,7 @@ def test_demo_from_an_installed_copy(tmp_path):
         source / "kindling",
         ignore=shutil.ignore_patterns("__pycache__", "index.sqlite*", "locks"),
     )
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(REPO_ROOT / name, source / name)
     target = tmp_path / "installed"
     build = subprocess.run(

@@ -106,7 +106,7 @@ def test_the_plugin_is_package_data(tmp_path):
         source / "kindling",
         ignore=shutil.ignore_patterns("__pycache__", "index.sqlite*", "locks"),
     )
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(REPO_ROOT / name, source / name)
     target = tmp_path / "built"
     build = subprocess.run(

@@ -19,6 +19,11 @@ def mask_cmd(ctx: click.Context, check_: bool, json_: bool, text: str | None) ->
 
     Nothing is written. The store's .kindling/masking.json patterns, when there is a store,
     apply as they would to a write.
+
+    \b
+    Example:
+      kindling mask --check 'export DB_PASSWORD=hunter2'
+      git diff | kindling mask --check - --json
     """
     from kindling import canonical
     from kindling.errors import KindlingError
