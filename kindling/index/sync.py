@@ -26,9 +26,9 @@ from typing import Literal, NamedTuple
 
 from kindling import hashing
 from kindling.index import bulk, fulltext, handoff, schema
+from kindling.index.gained import only_added
 from kindling.index.read import problem_files
 from kindling.index.scan import (
-    FINGERPRINT_MASK,
     S_IFMT,
     S_IFREG,
     ObjectPaths,
@@ -49,6 +49,8 @@ from kindling.model import ENTITY_TYPES
 CHUNK = 2_000  # files re-read and applied per write transaction
 # With a deadline, smaller transactions: a sync stops at the first chunk boundary past it.
 DEADLINE_CHUNK = 200
+# Page cache (negative: KiB) while a sync applies thousands of files, and SQLite's default.
+BULK_CACHE_KIB, DEFAULT_CACHE_KIB = -32768, -2000
 BUILDING = "building"  # meta key: set while an index built from nothing is being filled
 # meta key: where the next walk cut short by a deadline starts, and how many folders walked in
 # a row before it left no file unindexed ('<folder number> <count>')
@@ -246,7 +248,16 @@ class Syncer:
         if recorded == (len(items), fingerprint):
             return
         if recorded is not None and recorded[1] is not None and len(items) > recorded[0]:
-            if self._only_added(plan, rel_folder, items, fingerprint, recorded):
+            gained = only_added(self.conn, rel_folder, items, fingerprint, recorded)
+            if gained is not None:  # what a pull or a checkout does: only those are read
+                etype = rel_folder.split("/", 1)[0]
+                for name, st in gained:
+                    rel = f"{rel_folder}/{name}"
+                    plan.changed.append((rel, etype, st))
+                    plan.new.add(rel)
+                recent = plan.racy_from
+                racy = any(st.st_mtime_ns >= recent or st.st_ctime_ns >= recent for _, st in items)
+                plan.folders[rel_folder] = (len(items), None if racy else fingerprint)
                 return
         keys = dict(
             self.conn.execute(
@@ -273,45 +284,22 @@ class Syncer:
         if record != recorded:
             plan.folders[rel_folder] = record
 
-    def _only_added(
-        self, plan: SyncPlan, rel_folder: str, items: list, fingerprint: int, recorded: tuple
-    ) -> bool:
-        """When a folder only gained files (what a pull or a checkout does), plan those alone.
-
-        The names the index holds are listed (no stat keys); if every one is still there and
-        the files that are not account for the whole change of the fingerprint, the others
-        are unchanged, as the fingerprint test of an untouched folder judges them.
-        """
-        known = {
-            row[0]
-            for row in self.conn.execute(
-                "SELECT substr(path, ?) FROM files WHERE path > ? AND path < ?",
-                (len(rel_folder) + 2, rel_folder + "/", rel_folder + "0"),
-            )
-        }
-        if len(known) != recorded[0]:
-            return False
-        added = [(name, st) for name, st in items if name not in known]
-        if len(items) - len(added) != recorded[0]:
-            return False  # a recorded file is gone
-        gained = sum(
-            hash((st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)) for _, st in added
-        )
-        if (fingerprint - gained) & FINGERPRINT_MASK != recorded[1]:
-            return False  # a recorded file changed too
-        etype = rel_folder.split("/", 1)[0]
-        recent = plan.racy_from
-        for name, st in added:
-            rel = f"{rel_folder}/{name}"
-            plan.changed.append((rel, etype, st))
-            plan.new.add(rel)
-        racy = any(st.st_mtime_ns >= recent or st.st_ctime_ns >= recent for _, st in items)
-        plan.folders[rel_folder] = (len(items), None if racy else fingerprint)
-        return True
-
     # ------------------------------------------------------------ the shared core
 
     def _reconcile(
+        self, plan: SyncPlan, dirs: dict[str, int | None] | None, *, full: bool
+    ) -> SyncReport:
+        if len(plan.changed) < hashing.BULK_FILES:
+            return self._reconcile_plan(plan, dirs, full=full)
+        # Thousands of rows land at random places in every index's B-tree: a bigger page
+        # cache for this sync keeps those pages from being read and spilled over and over.
+        self.conn.execute(f"PRAGMA cache_size = {BULK_CACHE_KIB}")
+        try:
+            return self._reconcile_plan(plan, dirs, full=full)
+        finally:
+            self.conn.execute(f"PRAGMA cache_size = {DEFAULT_CACHE_KIB}")
+
+    def _reconcile_plan(
         self, plan: SyncPlan, dirs: dict[str, int | None] | None, *, full: bool
     ) -> SyncReport:
         racy_from = plan.racy_from

@@ -69,6 +69,8 @@ def index_extra(text: str) -> str:
     if not _HINGE.search(text):
         return ""
     for run in dict.fromkeys(RUN.findall(text)):  # each distinct name once, in order
+        if run.isalnum() and run[1:].islower():
+            continue  # a plain word (no separator, no inner capital): no other spelling
         forms = _run_forms(run)
         if forms:
             extra.extend(forms)
