@@ -45,7 +45,7 @@ def _hook(memory, scope, tool, tool_input, response):
         "tool_input": tool_input,
         "tool_response": response,
     }
-    kind, content, provenance = capture("PostToolUse", payload)
+    kind, content, provenance, _ = capture("PostToolUse", payload)
     return memory.log(content, kind=kind, scope=scope, provenance=provenance).entity
 
 
