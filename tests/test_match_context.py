@@ -103,8 +103,10 @@ def test_an_old_index_is_rebuilt_on_first_read(mem):
     conn.execute("DROP TABLE fts_terms")
     conn.execute("DROP TABLE fts")
     conn.execute("CREATE VIRTUAL TABLE fts USING fts5(body, tokenize = 'porter unicode61')")
-    conn.execute(
-        "INSERT INTO fts(rowid, body) SELECT rowid, json_extract(json, '$.content') FROM entities"
+    rows = conn.execute("SELECT rowid, json FROM entities").fetchall()
+    conn.executemany(
+        "INSERT INTO fts(rowid, body) VALUES (?, ?)",
+        [(rowid, index_schema.load(blob)["content"]) for rowid, blob in rows],
     )
     conn.execute("PRAGMA user_version = 8")
     conn.commit()
