@@ -21,7 +21,6 @@ from kindling.clock import now_ms
 from kindling.errors import CorruptFileError, KindlingError, ValidationError
 from kindling.lookup import Lookup
 from kindling.masking import mask_json, mask_scope_ids, mask_text
-from kindling.masking.custom import use as use_repository_patterns
 from kindling.model import (
     MAX_TIMESTAMP_MS,
     PLURAL,
@@ -68,7 +67,6 @@ class Capture:
         self.store = store
         self.lookup = lookup
         self.write = writer.write
-        use_repository_patterns(store.root)  # .kindling/masking.json: in-house token formats
 
     def log(
         self,

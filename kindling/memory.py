@@ -21,6 +21,7 @@ from kindling.capture import Capture, check_kinds, check_scope
 from kindling.clock import now_ms
 from kindling.errors import KindlingError, ValidationError
 from kindling.lookup import Lookup
+from kindling.masking import custom
 from kindling.model import ENTITY_TYPES, MAX_COUNT, is_count
 from kindling.progress import ProgressFactory
 from kindling.settings import Settings
@@ -160,7 +161,11 @@ class Memory:
         """
         self._batch_depth += 1
         try:
-            yield self
+            if self._batch_depth > 1:
+                yield self
+            else:  # writes inside mask with the store's own patterns too (.kindling/masking.json)
+                with custom.applied(custom.load(self.store.root)):
+                    yield self
         finally:
             self._batch_depth -= 1
             if not self._batch_depth:
@@ -454,14 +459,15 @@ class Memory:
 
         handed = source if isinstance(source, Handover) else Handover(source)
         del source  # the importer frees the bytes once parsed (kindling.bundle.importer.Handover)
-        return import_into(
-            self._writer,
-            handed,
-            sync=self.sync,
-            on_conflict=on_conflict,
-            dry_run=dry_run,
-            progress=progress,
-        )
+        with custom.applied(custom.load(self.store.root)):  # as every write: batch()
+            return import_into(
+                self._writer,
+                handed,
+                sync=self.sync,
+                on_conflict=on_conflict,
+                dry_run=dry_run,
+                progress=progress,
+            )
 
     def search(self, request: SearchRequest | str, **options: Any) -> dict:
         """Pins, the current summary and ranked candidates: a RetrieveResult dict.

@@ -15,13 +15,6 @@ from kindling.memory import Memory
 ACME = "acme_dt_" + "Q7f2Kp9LmX3vB8nR4tY6wZ1cD5gH0jS2"
 
 
-@pytest.fixture(autouse=True)
-def _no_patterns_left_behind():
-    custom.reset()
-    yield
-    custom.reset()
-
-
 def write_patterns(store_dir, patterns) -> None:
     (store_dir / custom.FILE_NAME).write_text(json.dumps({"patterns": patterns}))
 
@@ -37,9 +30,10 @@ def test_a_repository_pattern_masks_its_in_house_tokens_on_every_write(store_dir
 
 
 def test_a_repository_pattern_only_adds_masking():
-    custom.ACTIVE = custom.parse(b'{"patterns": ["nothing-matches-this-[0-9]{3}"]}', "t")
-    assert mask_text("password=hunter2")[0] == "password=[REDACTED]"
-    assert mask_json({"token": "abc123"})[0] == {"token": "[REDACTED]"}
+    found = custom.parse(b'{"patterns": ["nothing-matches-this-[0-9]{3}"]}', "t")
+    with custom.applied(custom.Patterns(found)):
+        assert mask_text("password=hunter2")[0] == "password=[REDACTED]"
+        assert mask_json({"token": "abc123"})[0] == {"token": "[REDACTED]"}
 
 
 @pytest.mark.parametrize(
@@ -80,10 +74,29 @@ def test_a_bad_patterns_file_refuses_the_write_with_one_line(store_dir):
 
 
 def test_a_long_text_is_searched_in_bounded_windows():
-    custom.ACTIVE = custom.parse(b'{"patterns": ["zz_[0-9]{6}"]}', "t")
+    found = custom.parse(b'{"patterns": ["zz_[0-9]{6}"]}', "t")
     text = "a" * 200_000 + " zz_123456 " + "b" * 10
-    masked, count = mask_text(text)
+    with custom.applied(custom.Patterns(found)):
+        masked, count = mask_text(text)
     assert count == 1 and "zz_123456" not in masked
+    assert mask_text(text) == (text, 0)  # outside a store's writes: Kindling's own only
+
+
+def test_each_store_masks_with_its_own_patterns_in_one_process(tmp_path):
+    """An MCP server serving two stores: one's patterns never leave the other unmasked."""
+    acme = tmp_path / "acme" / ".kindling"
+    other = tmp_path / "other" / ".kindling"
+    Memory.init(acme.parent).close()
+    Memory.init(other.parent).close()
+    write_patterns(acme, [{"name": "acme deploy token", "regex": r"acme_dt_[A-Za-z0-9]{32}"}])
+    first, second = Memory(acme), Memory(other)
+    second.log("opened the other store first")
+    written = first.log(f"deploying with {ACME}")
+    assert written.masked == 1 and ACME not in json.dumps(written.entity)
+    kept = second.log(f"deploying with {ACME}")
+    assert kept.masked == 0 and ACME in kept.entity["content"]  # not acme's pattern: kept
+    again = first.log(f"and again {ACME}")
+    assert again.masked == 1
 
 
 def test_mask_check_shows_what_would_be_stored_and_by_what(store_dir):

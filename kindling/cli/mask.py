@@ -37,10 +37,11 @@ def mask_cmd(ctx: click.Context, check_: bool, json_: bool, text: str | None) ->
             raise KindlingError("stdin is over 64 MiB")
         text = data.decode("utf-8", "replace")
     try:
-        custom.use(locate(store_path(ctx)))
+        patterns = custom.load(locate(store_path(ctx)))
     except KindlingError:
-        custom.reset()  # no store here: Kindling's own masking only
-    result = check(text)
+        patterns = custom.NONE  # no store here: Kindling's own masking only
+    with custom.applied(patterns):
+        result = check(text)
     if json_:
         out = {"stored": result.stored, "masked": result.masked, "kinds": result.kinds}
         sys.stdout.buffer.write(canonical.encode(out))

@@ -22,8 +22,8 @@ def mask_text(text: str) -> tuple[str, int]:
     """Return `text` with every secret replaced by MASK, and how many were replaced."""
     # With a repository's patterns, every text is searched and nothing is remembered (the
     # remembered answers are Kindling's own, right for any store).
-    if custom.ACTIVE or custom.PROBLEM is not None:
-        custom.active()  # a repository's bad masking.json refuses the write
+    if custom.in_use() is not custom.NONE and custom.active():
+        # (active() raises for a repository's bad masking.json: the write is refused)
         from kindling.masking.text import mask_text as mask
 
         return mask(text)
@@ -43,9 +43,8 @@ def _mask(text: str) -> tuple[str, int]:
 
 def mask_json(value: object) -> tuple[object, int]:
     """A masked copy of a JSON value and how many secrets were masked; `value` is untouched."""
-    if custom.PROBLEM is not None:
-        custom.active()
-    if not custom.ACTIVE and not json_might_hold_secret(value):
+    repository = custom.in_use() is not custom.NONE and custom.active()
+    if not repository and not json_might_hold_secret(value):
         return value, 0
     from kindling.masking.structured import mask_json as mask
 

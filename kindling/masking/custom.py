@@ -14,6 +14,10 @@ text at a time (longer texts are searched in overlapping windows).
 A file that breaks a rule is refused whole with a one-line error naming the rule; until it
 is fixed, writing to the store fails rather than store text without the masking the
 repository asked for.
+
+A store's patterns are loaded as a value (`load`) and applied for the span of that store's
+writes (`applied`, which `Memory` enters for each batch of calls and each import), so a
+process serving several stores masks each store's writes with that store's patterns only.
 """
 
 from __future__ import annotations
@@ -22,7 +26,10 @@ import json
 import os
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
+from typing import NamedTuple
 
 try:  # Python 3.11+
     import re._constants as _c
@@ -44,11 +51,19 @@ _OVERLAP = 1_024  # a match longer than this across a window's edge may be misse
 
 Span = tuple[int, int]
 
-# The patterns of the store in use (set when a store is opened for capture), or the problem
-# with its file.
-ACTIVE: tuple[tuple[str, re.Pattern[str]], ...] = ()
-PROBLEM: str | None = None
-_LOADED_FROM: tuple[str, float, int] | None = None
+
+
+class Patterns(NamedTuple):
+    """A store's patterns, (name, compiled) each, or the problem with its file."""
+
+    found: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    problem: str | None = None
+
+
+NONE = Patterns()
+_APPLIED: ContextVar[Patterns] = ContextVar("kindling_repository_patterns", default=NONE)
+# Each file parsed once per process while its stat data stays the same.
+_PARSED: dict[tuple[str, int, int, int], Patterns] = {}
 
 
 def _repeats(tree, inside: bool, counts: list[int]) -> None:
@@ -119,25 +134,37 @@ def parse(data: bytes, where: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
     return tuple(out)
 
 
-def use(store_root: str | os.PathLike) -> None:
-    """Make the patterns of the store at `store_root` (if any) part of every masking."""
-    global ACTIVE, PROBLEM, _LOADED_FROM
+def load(store_root: str | os.PathLike) -> Patterns:
+    """The patterns of the store at `store_root` (NONE when it has no masking.json)."""
     path = Path(store_root) / FILE_NAME
     try:
         st = path.lstat()
     except OSError:
-        ACTIVE, PROBLEM, _LOADED_FROM = (), None, None
-        return
-    key = (str(path), st.st_mtime, st.st_size)
-    if key == _LOADED_FROM:
-        return
-    _LOADED_FROM = key
+        return NONE
+    key = (str(path), st.st_mtime_ns, st.st_size, st.st_ino)
+    if key not in _PARSED:
+        try:
+            if not path.is_file() or path.is_symlink():
+                raise KindlingError(f"{path}: not a regular file")
+            _PARSED[key] = Patterns(parse(_read(path), str(path)))
+        except KindlingError as exc:
+            _PARSED[key] = Patterns(problem=str(exc))
+    return _PARSED[key]
+
+
+@contextmanager
+def applied(patterns: Patterns) -> Iterator[None]:
+    """Mask with `patterns` (on top of Kindling's own masking) inside the block."""
+    token = _APPLIED.set(patterns)
     try:
-        if not path.is_file() or path.is_symlink():
-            raise KindlingError(f"{path}: not a regular file")
-        ACTIVE, PROBLEM = parse(_read(path), str(path)), None
-    except KindlingError as exc:
-        ACTIVE, PROBLEM = (), str(exc)
+        yield
+    finally:
+        _APPLIED.reset(token)
+
+
+def in_use() -> Patterns:
+    """The patterns applied here (NONE outside any store's writes)."""
+    return _APPLIED.get()
 
 
 def _read(path: Path) -> bytes:
@@ -148,22 +175,17 @@ def _read(path: Path) -> bytes:
         raise KindlingError(f"{path}: unreadable ({exc.strerror or exc})") from None
 
 
-def reset() -> None:
-    """Forget any store's patterns (tests, and a process done with its store)."""
-    global ACTIVE, PROBLEM, _LOADED_FROM
-    ACTIVE, PROBLEM, _LOADED_FROM = (), None, None
-
-
 def active() -> bool:
-    """Whether masking must run custom patterns (or refuse, when the file is bad)."""
-    if PROBLEM is not None:
-        raise KindlingError(PROBLEM)
-    return bool(ACTIVE)
+    """Whether masking must run repository patterns (or refuse, when the file is bad)."""
+    patterns = _APPLIED.get()
+    if patterns.problem is not None:
+        raise KindlingError(patterns.problem)
+    return bool(patterns.found)
 
 
 def spans(view: str) -> Iterator[Span]:
-    """Every match of the active patterns, each text searched in bounded windows."""
-    for _, pattern in ACTIVE:
+    """Every match of the applied patterns, each text searched in bounded windows."""
+    for _, pattern in _APPLIED.get().found:
         start = 0
         while True:
             end = min(len(view), start + MAX_TEXT_CHARS)
@@ -177,7 +199,7 @@ def spans(view: str) -> Iterator[Span]:
 
 def names(view: str) -> Iterator[tuple[str, Span]]:
     """(pattern name, span) for each match: what `kindling mask --check` reports."""
-    for name, pattern in ACTIVE:
+    for name, pattern in _APPLIED.get().found:
         for m in pattern.finditer(view[:MAX_TEXT_CHARS]):
             if m.end() > m.start():
                 yield name, m.span()

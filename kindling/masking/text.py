@@ -215,7 +215,7 @@ def labelled_spans(view: str, *, look: bool, decode: bool = True) -> Iterator[tu
     if decode and ("%" in view or (not look and len(view) >= 24) or _RUN in present):
         for span in encoded.spans(view, look, find_spans):
             yield "encoded secret", span
-    if custom.ACTIVE:
+    if custom.in_use().found:
         for span in custom.spans(view):
             yield "repository pattern", span
 
