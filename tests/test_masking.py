@@ -824,3 +824,21 @@ def test_json_the_gate_turns_away_never_holds_a_secret(value):
         from kindling.masking.structured import mask_json as mask_json_ungated
 
         assert mask_json_ungated(value) == (value, 0)
+
+
+def test_an_agent_session_id_is_no_credential_whatever_else_the_payload_holds():
+    """`session_id` is how every agent names its session (a UUID), not a web session secret
+    (those are masked as cookies): the gate and the masker agree to keep it."""
+    from kindling.masking.gate import json_might_hold_secret
+    from kindling.masking.structured import mask_json as full_mask_json
+
+    sid = "3f1a9c2e-7b4d-4e8f-9a1c-2d3e4f5a6b7c"
+    assert not json_might_hold_secret({"SESSIONID": "0"})
+    for value in ({"SESSIONID": "0"}, {"session_id": sid}):
+        assert full_mask_json(value) == (value, 0)
+        assert mask_json(value) == (value, 0)
+    payload = {"session_id": sid, "tool_input": {"command": "export API_TOKEN=abc123def456"}}
+    masked, count = mask_json(payload)
+    assert count == 1 and masked["session_id"] == sid
+    assert mask_text('password="123456"')[0] == 'password="[REDACTED]"'
+    assert mask_text("Cookie: sessionid=pbI1CjXniKkYYOmVcNs2")[0] == "Cookie: sessionid=[REDACTED]"
