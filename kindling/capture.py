@@ -24,6 +24,7 @@ from kindling.masking import mask_json, mask_scope_ids, mask_text
 from kindling.model import (
     MAX_TIMESTAMP_MS,
     PLURAL,
+    REDACTED_CONTENT,
     derived_id,
     entity_time,
     kind_errors,
@@ -179,6 +180,34 @@ class Capture:
                 if members[: len(copy["observationIds"])] != copy["observationIds"]:
                     return None
                 return self.write("capsules", copy, 0)
+
+    def replace_summary(
+        self,
+        summary_id: str,
+        *,
+        content: str,
+        confidence: float,
+        evidence: tuple[str, ...] | list[str] = (),
+    ) -> Written:
+        """Rewrite a summary in place: same id, capsule, time and scope; new text, confidence
+        and evidence. A forgotten summary stays forgotten."""
+        target = self.lookup.resolve(summary_id, "summaries").entity["id"]
+        refs = [self.lookup.resolve(ref, "observations").entity["id"] for ref in evidence]
+        text, masked = mask_text(content)
+        if not text.strip():
+            raise ValidationError("summary must be a non-empty string")
+        with self.store.locked("summaries", target):
+            summary = self.lookup.load_for_update("summaries", target)
+            if summary["content"] == REDACTED_CONTENT:
+                raise KindlingError(f"summary {target} was forgotten; it stays forgotten")
+            changed = {
+                **summary,
+                "content": text,
+                "confidence": confidence,
+                "evidenceRefs": list(dict.fromkeys(refs)),
+            }
+            validate("summaries", changed)
+            return self.write("summaries", changed, masked)
 
     def set_intent(self, capsule_id: str, intent: str) -> Written:
         """Give an open capsule a new intent (masked), e.g. once its first prompt is known."""

@@ -277,27 +277,10 @@ class Memory:
     ) -> Written:
         """Rewrite a summary in place (same id, capsule, time and scope), e.g. one the hooks
         derive again (`kindling summarize --rebuild`); a forgotten one stays forgotten."""
-        from kindling.masking import mask_text
-        from kindling.model import REDACTED_CONTENT, validate
-
         with self.batch():
-            target = self.resolve(summary_id, "summaries").entity["id"]
-            refs = [self.resolve(ref, "observations").entity["id"] for ref in evidence]
-            text, masked = mask_text(content)
-            if not text.strip():
-                raise ValidationError("summary must be a non-empty string")
-            with self.store.locked("summaries", target):
-                summary = self._lookup.load_for_update("summaries", target)
-                if summary["content"] == REDACTED_CONTENT:
-                    raise KindlingError(f"summary {target} was forgotten; it stays forgotten")
-                changed = {
-                    **summary,
-                    "content": text,
-                    "confidence": confidence,
-                    "evidenceRefs": list(dict.fromkeys(refs)),
-                }
-                validate("summaries", changed)
-                return self._writer.write("summaries", changed, masked)
+            return self._capture.replace_summary(
+                summary_id, content=content, confidence=confidence, evidence=evidence
+            )
 
     def pin(
         self,
