@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from kindling.cli.common import store_path
+from kindling.cli.common import read_text, store_path
 
 
 @click.command("mask")
@@ -31,11 +31,8 @@ def mask_cmd(ctx: click.Context, check_: bool, json_: bool, text: str | None) ->
     from kindling.masking.check import check
     from kindling.store import locate
 
-    if text is None or text == "-":
-        data = sys.stdin.buffer.read(64 * 1024 * 1024 + 1)
-        if len(data) > 64 * 1024 * 1024:
-            raise KindlingError("stdin is over 64 MiB")
-        text = data.decode("utf-8", "replace")
+    # As `kindling log` takes it: <private> sections out, stdin bounded and UTF-8.
+    text = read_text("-" if text is None else text, what="TEXT", strip_newline=False)
     try:
         patterns = custom.load(locate(store_path(ctx)))
     except KindlingError:
