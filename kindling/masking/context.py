@@ -235,8 +235,10 @@ def credential_files(view: str, look: bool) -> Iterator[Span]:
             yield start, end
 
 
+# The name's tail is bounded: unbounded, a long run of letters holding `auth` again and again
+# (`AuthorizationAuthorization...`) was read to its end from each one, in quadratic time.
 AUTH_CALL = p.Lazy(
-    r"(?i:auth|credentials?)[A-Za-z_]*[ \t]*"
+    r"(?i:auth|credentials?)[A-Za-z_]{0,40}[ \t]*"
     r"(?:=[ \t]*|\()[(\[]?[ \t]*(?P<args>(?:(?:[\"'][^\"'\n]*[\"']|[A-Za-z_][\w.]*)[ \t]*,[ \t]*)*)"
     r"(?P<q>[\"'])(?P<secret>[^\"'\n]+)(?P=q)[ \t]*[)\]]",
 )
