@@ -68,11 +68,20 @@ LEGACY_NAMES = frozenset(
 )
 
 
+# `abandonAfterHours`: a week by default (a session paused over a weekend or a few days off is
+# still its owner's to end); never sooner than a day, never later than a year.
+DEFAULT_ABANDON_HOURS = 7 * 24
+MIN_ABANDON_HOURS = 24
+MAX_ABANDON_HOURS = 366 * 24
+
+
 class Config(NamedTuple):
     """What a store's committed config.json says, validated (it is input like any file)."""
 
     format_version: int = FORMAT_VERSION
     autowatch: bool = True
+    # How long a teammate's session capsule stays its owner's to close (kindling.agents.abandoned)
+    abandon_after_hours: int = DEFAULT_ABANDON_HOURS
 
 
 class Problem(NamedTuple):
@@ -402,7 +411,8 @@ def read_config(path: Path) -> Config:
     """Read and validate a store's config.json; a KindlingError names what is wrong.
 
     The file is committed, so it is hostile input: bounded in size, every known key checked,
-    unknown keys (a newer Kindling's) ignored.
+    unknown keys (a newer Kindling's) ignored; `abandonAfterHours` out of bounds is held to
+    the nearest bound, and one that is not a whole number of hours is ignored.
     """
     try:
         raw = read_regular(path, follow_symlinks=False, limit=MAX_CONFIG_BYTES)
@@ -429,4 +439,8 @@ def read_config(path: Path) -> Config:
     autowatch = data.get("autowatch", True)
     if not isinstance(autowatch, bool):
         raise KindlingError(f"{path}: autowatch must be true or false")
-    return Config(format_version=version, autowatch=autowatch)
+    hours = data.get("abandonAfterHours")
+    if isinstance(hours, bool) or not isinstance(hours, int):
+        hours = DEFAULT_ABANDON_HOURS  # not a whole number of hours: ignored
+    hours = min(max(hours, MIN_ABANDON_HOURS), MAX_ABANDON_HOURS)
+    return Config(format_version=version, autowatch=autowatch, abandon_after_hours=hours)

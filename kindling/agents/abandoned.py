@@ -16,40 +16,21 @@ import os
 import stat
 from pathlib import Path
 
-from kindling import canonical
 from kindling.errors import KindlingError
-from kindling.fileio import read_regular
 from kindling.gitdir import find_git_dir
-from kindling.store import CONFIG_NAME, MAX_CONFIG_BYTES
+from kindling.store import CONFIG_NAME, DEFAULT_ABANDON_HOURS, read_config
 
 HOUR_MS = 60 * 60 * 1000
 STALE_AFTER_MS = 4 * HOUR_MS  # the owner: four hours without a new observation
-CONFIG_KEY = "abandonAfterHours"
-# A week: a session paused over a weekend or a few days off is still its owner's to end, and
-# the owner's own clone closes what it left at its next session anyway; a teammate's close is
-# only for sessions whose clone will not be back (deleted, its owner gone).
-DEFAULT_ABANDON_HOURS = 7 * 24
-# Never sooner than a day (a paused session is alive overnight), never later than a year (an
-# abandoned session must not stay "unfinished" in every start block forever).
-MIN_ABANDON_HOURS = 24
-MAX_ABANDON_HOURS = 366 * 24
 
 
 def abandon_after_hours(store) -> int:
-    """The store's committed `abandonAfterHours`, bounded; the default when it is not set.
-
-    config.json is committed, so it is hostile input: a value that is not a whole number of
-    hours is ignored, one out of bounds is held to the nearest bound.
-    """
+    """The store's committed `abandonAfterHours` as `read_config` bounds it; the default when
+    config.json can't be read (this check must never stop a session from starting)."""
     try:
-        raw = read_regular(store.root / CONFIG_NAME, follow_symlinks=False, limit=MAX_CONFIG_BYTES)
-        data = canonical.decode(raw) if raw else {}
-    except (OSError, canonical.DecodeError, KindlingError):
+        return read_config(store.root / CONFIG_NAME).abandon_after_hours
+    except KindlingError:
         return DEFAULT_ABANDON_HOURS
-    value = data.get(CONFIG_KEY) if isinstance(data, dict) else None
-    if isinstance(value, bool) or not isinstance(value, int):
-        return DEFAULT_ABANDON_HOURS
-    return min(max(value, MIN_ABANDON_HOURS), MAX_ABANDON_HOURS)
 
 
 def idle_limit_ms(store, mine: bool) -> int:
