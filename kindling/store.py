@@ -407,6 +407,24 @@ class Store:
             yield
 
 
+def read_committed_json(path: Path, what: str, limit: int) -> object | None:
+    """A committed JSON file of the store (None: there is none), read as hostile input: a
+    regular file, never through a symlink, at most `limit` bytes; a KindlingError names the
+    file and `what` it is when it can't be read."""
+    try:
+        raw = read_regular(path, follow_symlinks=False, limit=limit)
+    except OSError as exc:
+        raise KindlingError(f"{path}: unreadable {what} ({exc.strerror or exc})") from None
+    if raw is None:
+        return None
+    if len(raw) > limit:
+        raise KindlingError(f"{path}: {what} is over {limit // 1024} KiB")
+    try:
+        return canonical.decode(raw)
+    except canonical.DecodeError as exc:
+        raise KindlingError(f"{path}: unreadable {what} ({exc})") from None
+
+
 def read_config(path: Path) -> Config:
     """Read and validate a store's config.json; a KindlingError names what is wrong.
 
@@ -414,18 +432,9 @@ def read_config(path: Path) -> Config:
     unknown keys (a newer Kindling's) ignored; `abandonAfterHours` out of bounds is held to
     the nearest bound, and one that is not a whole number of hours is ignored.
     """
-    try:
-        raw = read_regular(path, follow_symlinks=False, limit=MAX_CONFIG_BYTES)
-    except OSError as exc:
-        raise KindlingError(f"{path}: unreadable store config ({exc.strerror or exc})") from None
-    if raw is None:
+    data = read_committed_json(path, "store config", MAX_CONFIG_BYTES)
+    if data is None:
         return Config()
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise KindlingError(f"{path}: store config is over {MAX_CONFIG_BYTES // 1024} KiB")
-    try:
-        data = canonical.decode(raw)
-    except canonical.DecodeError as exc:
-        raise KindlingError(f"{path}: unreadable store config ({exc})") from None
     if not isinstance(data, dict):
         raise KindlingError(f"{path}: the store config must be a JSON object")
     version = data.get("formatVersion")

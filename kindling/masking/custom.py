@@ -39,6 +39,7 @@ except ImportError:  # pragma: no cover - older interpreters
     import sre_parse as _parser  # type: ignore[no-redef]
 
 from kindling.errors import KindlingError
+from kindling.fileio import read_regular
 
 FILE_NAME = "masking.json"
 MAX_FILE_BYTES = 16 * 1024
@@ -168,11 +169,13 @@ def in_use() -> Patterns:
 
 
 def _read(path: Path) -> bytes:
+    """The file's bytes, as a regular file opened without following a symlink (the check
+    before it could be raced)."""
     try:
-        with open(path, "rb") as f:
-            return f.read(MAX_FILE_BYTES + 1)
+        raw = read_regular(path, follow_symlinks=False, limit=MAX_FILE_BYTES)
     except OSError as exc:
         raise KindlingError(f"{path}: unreadable ({exc.strerror or exc})") from None
+    return b"" if raw is None else raw
 
 
 def active() -> bool:

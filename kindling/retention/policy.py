@@ -20,8 +20,7 @@ from typing import NamedTuple
 
 from kindling import canonical, hashing
 from kindling.errors import KindlingError
-from kindling.fileio import read_regular
-from kindling.store import Store
+from kindling.store import Store, read_committed_json
 
 POLICY_NAME = "retention.json"
 POLICY_VERSION = 1
@@ -85,20 +84,9 @@ def policy_path(store: Store):
 def load_policy(store: Store) -> Loaded:
     """The store's committed policy, or the default when it has none; KindlingError when bad."""
     path = policy_path(store)
-    try:
-        raw = read_regular(path, follow_symlinks=False, limit=MAX_POLICY_BYTES)
-    except OSError as exc:
-        raise KindlingError(
-            f"{path}: unreadable retention policy ({exc.strerror or exc})"
-        ) from None
-    if raw is None:
+    data = read_committed_json(path, "retention policy", MAX_POLICY_BYTES)
+    if data is None:
         return Loaded(DEFAULT, False)
-    if len(raw) > MAX_POLICY_BYTES:
-        raise KindlingError(f"{path}: retention policy is over {MAX_POLICY_BYTES // 1024} KiB")
-    try:
-        data = canonical.decode(raw)
-    except canonical.DecodeError as exc:
-        raise KindlingError(f"{path}: unreadable retention policy ({exc})") from None
     try:
         return Loaded(parse_policy(data), True)
     except ValueError as exc:
