@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from kindling.agents.adapters.base import Adapter, Normalized
-from kindling.agents.adapters.common import additional_context, native_session, shaped
+from kindling.agents.adapters.common import additional_context, normalize_with
 
 NAME = "codex"
 EVENTS: dict[str, str | None] = {
@@ -80,12 +80,7 @@ def _tool(payload: dict) -> tuple[str, dict[str, Any]]:
 
 def normalize(event: str, payload: dict) -> Normalized:
     """Codex's payload in the pipeline's shape (its fields already are Claude Code's)."""
-    target = EVENTS[event] or event
-    changes: dict[str, Any] = {}
-    if target == "PostToolUse":
-        target, changes = _tool(payload)
-    native = native_session(payload, "session_id")
-    return Normalized(target, shaped(NAME, target, payload, native, **changes))
+    return normalize_with(NAME, EVENTS, _tool, event, payload)
 
 
 def answer(event: str, text: str | None) -> str | None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
+from kindling.agents.adapters.base import Normalized
 from kindling.agents.agent_ids import session_id
 from kindling.agents.payload import AGENT_KEY
 from kindling.errors import KindlingError
@@ -61,3 +63,20 @@ def additional_context(event: str, text: str | None) -> str | None:
         return None
     output = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
     return json.dumps(output, ensure_ascii=False)
+
+
+def normalize_with(
+    agent: str,
+    events: dict[str, str | None],
+    tool: Callable[[dict], tuple[str, dict[str, Any]]],
+    event: str,
+    payload: dict,
+    **changes: Any,
+) -> Normalized:
+    """The usual mapping: the event under its pipeline name with `changes`, except a tool
+    event, whose name (success or failure) and changes `tool` decides."""
+    target = events[event] or event
+    if target == "PostToolUse":
+        target, changes = tool(payload)
+    native = native_session(payload, "session_id")
+    return Normalized(target, shaped(agent, target, payload, native, **changes))

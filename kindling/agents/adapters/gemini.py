@@ -21,7 +21,7 @@ import json
 from typing import Any
 
 from kindling.agents.adapters.base import Adapter, Normalized
-from kindling.agents.adapters.common import additional_context, native_session, shaped
+from kindling.agents.adapters.common import additional_context, normalize_with
 from kindling.agents.payload import text_of
 
 NAME = "gemini"
@@ -74,15 +74,11 @@ def _tool(payload: dict) -> tuple[str, dict[str, Any]]:
 
 
 def normalize(event: str, payload: dict) -> Normalized:
-    """Gemini's payload in the pipeline's shape."""
-    target = EVENTS[event] or event
-    changes: dict[str, Any] = {}
-    if target == "PostToolUse":
-        target, changes = _tool(payload)
-    elif target == "Stop":
-        changes["last_assistant_message"] = text_of(payload.get("prompt_response"))
-    native = native_session(payload, "session_id")
-    return Normalized(target, shaped(NAME, target, payload, native, **changes))
+    """Gemini's payload in the pipeline's shape (its turn's answer is `prompt_response`)."""
+    if (EVENTS[event] or event) == "Stop":
+        answer = text_of(payload.get("prompt_response"))
+        return normalize_with(NAME, EVENTS, _tool, event, payload, last_assistant_message=answer)
+    return normalize_with(NAME, EVENTS, _tool, event, payload)
 
 
 def answer(event: str, text: str | None) -> str | None:
